@@ -1,0 +1,58 @@
+//! `tfVersion`, `isUsingGpuDevice`, `stats`.
+
+use napi::bindgen_prelude::Env;
+
+use super::js_call;
+use crate::env_state::EnvState;
+use crate::tf::context::tf_version as linked_tf_version;
+
+/// The version of the TensorFlow C library the addon runs on.
+#[napi_derive::napi(js_name = "tfVersion")]
+pub fn tf_version() -> String {
+    linked_tf_version()
+}
+
+#[napi_derive::napi(js_name = "isUsingGpuDevice")]
+pub fn is_using_gpu_device(env: Env) -> napi::Result<bool> {
+    js_call(&env, |js| {
+        let state = EnvState::get(js)?;
+        let types = state.context.device_types(&state.status)?;
+        Ok(types.iter().any(|t| t == "GPU"))
+    })
+}
+
+/// Counters of the binding's memory traffic in this env.
+#[napi_derive::napi(object)]
+pub struct Stats {
+    /// Tensors JS holds ids for.
+    pub live_tensors: u32,
+    /// Bytes of element data in those tensors (strings not counted).
+    pub live_bytes: f64,
+    /// `createTensor` calls whose memory TF shares with JS.
+    pub shared_creates: f64,
+    /// `createTensor` calls that copied (misaligned or empty data, strings).
+    pub copied_creates: f64,
+    /// `tensorDataSync` calls that returned TF's own buffer.
+    pub shared_reads: f64,
+    /// `tensorDataSync` calls that copied (strings).
+    pub copied_reads: f64,
+    /// JS-memory releases queued by TF threads, not yet done on the JS thread.
+    pub pending_releases: u32,
+}
+
+#[napi_derive::napi]
+pub fn stats(env: Env) -> napi::Result<Stats> {
+    js_call(&env, |js| {
+        let state = EnvState::get(js)?;
+        let c = &state.counters;
+        Ok(Stats {
+            live_tensors: state.tensors.len() as u32,
+            live_bytes: state.tensors.live_bytes() as f64,
+            shared_creates: c.shared_creates as f64,
+            copied_creates: c.copied_creates as f64,
+            shared_reads: c.shared_reads as f64,
+            copied_reads: c.copied_reads as f64,
+            pending_releases: state.releases.pending() as u32,
+        })
+    })
+}

@@ -1,0 +1,178 @@
+//! `createTensor`, `alloc`, `tensorDataSync`, `deleteTensor`.
+
+use napi::bindgen_prelude::{Env, Unknown};
+use napi::JsValue;
+
+use super::args;
+use super::js_call;
+use crate::env_state::EnvState;
+use crate::error::{Error, Result};
+use crate::js::{Js, Value};
+use crate::sharing;
+use crate::tf::dtype::{DType, Layout};
+use crate::tf::handle::TensorHandle;
+use crate::tf::tensor::Tensor;
+
+/// Makes a tensor from `data` (a typed array matching `dtype`, or an array of `Uint8Array` for
+/// strings) and returns its id.
+#[napi_derive::napi(js_name = "createTensor")]
+pub fn create_tensor(env: Env, shape: Unknown, dtype: Unknown, data: Unknown) -> napi::Result<f64> {
+    js_call(&env, |js| {
+        let state = EnvState::get(js)?;
+        let mut dims = std::mem::take(&mut state.scratch.dims);
+        let created = create(js, state, &mut dims, shape.raw(), dtype.raw(), data.raw());
+        state.scratch.dims = dims;
+        created.map(|id| id as f64)
+    })
+}
+
+fn create(
+    js: Js,
+    state: &mut EnvState,
+    dims: &mut Vec<i64>,
+    shape: Value,
+    dtype: Value,
+    data: Value,
+) -> Result<u64> {
+    args::dims_into(js, shape, false, dims, "shape")?;
+    let count = args::element_count(dims, "shape")?;
+    let dtype = args::dtype(js, dtype, &mut state.scratch.text, "dtype")?;
+    let (tensor, bytes) = match dtype.layout {
+        Layout::Numeric { array, lanes } => {
+            let view = js.typed_array(data)?.ok_or_else(|| {
+                Error::Type(format!(
+                    "data for a {} tensor must be a {}, got {}",
+                    dtype.name,
+                    array.js_name(),
+                    args::type_name(js, data)
+                ))
+            })?;
+            if view.detached {
+                return Err(Error::Type("data: its ArrayBuffer is detached".into()));
+            }
+            if view.kind != Some(array) {
+                return Err(Error::Type(format!(
+                    "data for a {} tensor must be a {}, got {}",
+                    dtype.name,
+                    array.js_name(),
+                    view.kind.map_or("another typed array", |k| k.js_name())
+                )));
+            }
+            if view.length != count * lanes {
+                return Err(Error::Range(format!(
+                    "shape {dims:?} needs {} {} elements, got {}",
+                    count * lanes,
+                    array.js_name(),
+                    view.length
+                )));
+            }
+            let bytes = view.byte_length as u64;
+            (
+                sharing::tensor_from_typed_array(js, state, dtype, dims, data, &view)?,
+                bytes,
+            )
+        }
+        Layout::Strings => (string_tensor(js, dims, count, data)?, 0),
+        Layout::Opaque => {
+            return Err(Error::Type(format!(
+                "cannot create a {} tensor from JS",
+                dtype.name
+            )))
+        }
+    };
+    let handle = TensorHandle::from_tensor(&tensor, &state.status)?;
+    Ok(state.tensors.insert(handle, bytes))
+}
+
+fn string_tensor(js: Js, dims: &[i64], count: usize, data: Value) -> Result<Tensor> {
+    let length = args::array_length(js, data, "data for a string tensor")? as usize;
+    if length != count {
+        return Err(Error::Range(format!(
+            "shape {dims:?} needs {count} strings, got {length}"
+        )));
+    }
+    let mut views = Vec::with_capacity(length);
+    for i in 0..length as u32 {
+        let item = js.element(data, i)?;
+        let view = js
+            .typed_array(item)?
+            .filter(|v| v.kind == Some(crate::tf::dtype::ArrayKind::Uint8) && !v.detached)
+            .ok_or_else(|| Error::Type(format!("data[{i}] must be a Uint8Array of UTF-8 bytes")))?;
+        views.push(view);
+    }
+    let items: Vec<&[u8]> = views.iter().map(|v| v.bytes()).collect();
+    Tensor::strings(dims, &items)
+}
+
+/// A zero-filled typed array of `length` elements of `dtype` on 64-byte-aligned memory: data
+/// written into it becomes a tensor without a copy.
+#[napi_derive::napi]
+pub fn alloc(env: Env, dtype: Unknown, length: Unknown) -> napi::Result<Unknown<'static>> {
+    js_call(&env, |js| {
+        let state = EnvState::get(js)?;
+        let dtype = args::dtype(js, dtype.raw(), &mut state.scratch.text, "dtype")?;
+        let Layout::Numeric { array, lanes } = dtype.layout else {
+            return Err(Error::Type(format!(
+                "alloc: {} tensors are not backed by a typed array",
+                dtype.name
+            )));
+        };
+        let length = args::integer(js, length.raw(), "length")?;
+        let length = usize::try_from(length)
+            .map_err(|_| Error::Range(format!("length must be >= 0, got {length}")))?;
+        let elements = length
+            .checked_mul(lanes)
+            .ok_or_else(|| Error::Range(format!("cannot allocate {length} elements: too large")))?;
+        Ok(js.to_unknown(sharing::aligned_typed_array(js, array, elements)?))
+    })
+}
+
+/// The tensor's values: a typed array sharing TF's buffer, or `Uint8Array[]` for strings.
+#[napi_derive::napi(js_name = "tensorDataSync")]
+pub fn tensor_data_sync(env: Env, id: Unknown) -> napi::Result<Unknown<'static>> {
+    js_call(&env, |js| {
+        let state = EnvState::get(js)?;
+        let id = args::tensor_id(js, id.raw(), "id")?;
+        let entry = state.tensors.get(id)?;
+        let dtype = readable_dtype(&entry.handle)?;
+        let tensor = entry.handle.resolve(&state.status)?;
+        let value = match dtype.layout {
+            Layout::Numeric { array, .. } => {
+                sharing::typed_array_of_tensor(js, &mut state.counters, tensor, array)?
+            }
+            Layout::Strings => {
+                let items = tensor.string_items();
+                let out = js.array(items.len())?;
+                for (i, item) in items.iter().enumerate() {
+                    js.set_element(out, i as u32, js.uint8_array_copy(item)?)?;
+                }
+                state.counters.copied_reads += 1;
+                out
+            }
+            Layout::Opaque => {
+                return Err(Error::Type(format!(
+                    "a {} tensor holds no readable data",
+                    dtype.name
+                )))
+            }
+        };
+        Ok(js.to_unknown(value))
+    })
+}
+
+fn readable_dtype(handle: &TensorHandle) -> Result<DType> {
+    handle.dtype().map_err(|code| {
+        Error::Type(format!(
+            "the tensor's TF dtype {code} has no JS representation"
+        ))
+    })
+}
+
+#[napi_derive::napi(js_name = "deleteTensor")]
+pub fn delete_tensor(env: Env, id: Unknown) -> napi::Result<()> {
+    js_call(&env, |js| {
+        let state = EnvState::get(js)?;
+        let id = args::tensor_id(js, id.raw(), "id")?;
+        state.tensors.remove(id).map(drop)
+    })
+}

@@ -1,0 +1,74 @@
+//! Context lifecycle: everything the binding keeps per N-API env.
+
+use std::sync::Arc;
+
+use crate::error::Result;
+use crate::js::{EnvData, Js};
+use crate::op_cache::OpCache;
+use crate::release::ReleaseQueue;
+use crate::tensor_table::TensorTable;
+use crate::tf::context::Context;
+use crate::tf::handle::TensorHandle;
+use crate::tf::status::Status;
+
+#[derive(Default)]
+pub struct Counters {
+    pub shared_creates: u64,
+    pub copied_creates: u64,
+    pub shared_reads: u64,
+    pub copied_reads: u64,
+}
+
+/// Buffers reused by every call, so the hot path does not allocate.
+#[derive(Default)]
+pub struct Scratch {
+    pub op_name: Vec<u8>,
+    pub attr_name: Vec<u8>,
+    pub text: Vec<u8>,
+    pub dims: Vec<i64>,
+    pub outputs: Vec<TensorHandle>,
+}
+
+/// Fields drop in declaration order: tensors and ops before the context they belong to.
+pub struct EnvState {
+    pub tensors: TensorTable,
+    pub ops: OpCache,
+    pub scratch: Scratch,
+    pub context: Context,
+    pub status: Status,
+    pub releases: Arc<ReleaseQueue>,
+    pub counters: Counters,
+}
+
+impl EnvState {
+    /// This env's state, created on first use. Also does releases queued by TF threads.
+    pub fn get(js: Js) -> Result<&'static mut EnvState> {
+        let state = js.env_data(EnvState::new)?;
+        state.releases.drain();
+        Ok(state)
+    }
+
+    fn new(js: Js) -> Result<EnvState> {
+        let status = Status::new();
+        let context = Context::new(&status)?;
+        Ok(EnvState {
+            tensors: TensorTable::default(),
+            ops: OpCache::default(),
+            scratch: Scratch::default(),
+            context,
+            status,
+            releases: ReleaseQueue::new(js)?,
+            counters: Counters::default(),
+        })
+    }
+}
+
+impl EnvData for EnvState {
+    fn shut_down(&mut self) {
+        // Tensors borrowing JS memory release it now, on this thread, while N-API still can.
+        self.scratch.outputs.clear();
+        self.tensors.clear();
+        self.ops.clear();
+        self.releases.shut_down();
+    }
+}

@@ -1,0 +1,18 @@
+//! tfjs-node-rs: TensorFlow for Node.js, an N-API addon over the TensorFlow C API.
+//!
+//! - `tf/`: safe wrappers over the TF C API (all TF FFI).
+//! - `js/`: raw N-API for the hot paths (all N-API FFI).
+//! - `env_state`: per-env context lifecycle; `tensor_table`, `op_cache`: what it holds.
+//! - `sharing`: JS memory ↔ TF memory without copies; `release`: returning JS memory from TF threads.
+//! - `api/`: the exported functions.
+#![deny(clippy::all)]
+
+mod api;
+mod env_state;
+mod error;
+mod js;
+mod op_cache;
+mod release;
+mod sharing;
+mod tensor_table;
+mod tf;

@@ -1,0 +1,44 @@
+//! Op objects kept between calls: `TFE_OpReset` on a used op skips the allocation and setup
+//! that `TFE_NewOp` does on every call.
+
+use std::collections::HashMap;
+use std::ffi::CStr;
+
+use crate::error::Result;
+use crate::tf::context::Context;
+use crate::tf::op::Op;
+use crate::tf::status::Status;
+
+#[derive(Default)]
+pub struct OpCache {
+    idle: HashMap<Box<[u8]>, Op>,
+}
+
+/// An op taken from the cache for one call; `OpCache::give_back` returns it.
+pub struct CheckedOut {
+    key: Option<Box<[u8]>>,
+    pub op: Op,
+}
+
+impl OpCache {
+    pub fn take(&mut self, context: &Context, name: &CStr, status: &Status) -> Result<CheckedOut> {
+        if let Some((key, op)) = self.idle.remove_entry(name.to_bytes()) {
+            return Ok(CheckedOut { key: Some(key), op });
+        }
+        let op = Op::new(context, name, status)?;
+        Ok(CheckedOut { key: None, op })
+    }
+
+    /// Resets the op at once, so it holds no input tensors while idle, and keeps it for the next
+    /// call of the same name. An op that fails to reset is dropped.
+    pub fn give_back(&mut self, name: &CStr, mut checked_out: CheckedOut, status: &Status) {
+        if checked_out.op.reset(name, status).is_ok() {
+            let key = checked_out.key.unwrap_or_else(|| name.to_bytes().into());
+            self.idle.insert(key, checked_out.op);
+        }
+    }
+
+    pub fn clear(&mut self) {
+        self.idle.clear();
+    }
+}

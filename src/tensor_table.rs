@@ -1,0 +1,80 @@
+//! The env's live tensors, by the integer ids JS holds.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+use crate::error::{Error, Result};
+use crate::tf::handle::TensorHandle;
+
+pub struct TensorEntry {
+    pub handle: TensorHandle,
+    /// Bytes of element data, for `stats().liveBytes` (0 for strings and handles).
+    pub bytes: u64,
+}
+
+/// Ids count up from 1 and are never reused, so a stale id is an error rather than another
+/// tensor.
+#[derive(Default)]
+pub struct TensorTable {
+    entries: HashMap<u64, TensorEntry, BuildHasherDefault<IdHasher>>,
+    next_id: u64,
+    live_bytes: u64,
+}
+
+impl TensorTable {
+    pub fn insert(&mut self, handle: TensorHandle, bytes: u64) -> u64 {
+        self.next_id += 1;
+        self.live_bytes += bytes;
+        self.entries
+            .insert(self.next_id, TensorEntry { handle, bytes });
+        self.next_id
+    }
+
+    pub fn get(&self, id: u64) -> Result<&TensorEntry> {
+        self.entries.get(&id).ok_or_else(|| missing(id))
+    }
+
+    pub fn remove(&mut self, id: u64) -> Result<TensorEntry> {
+        let entry = self.entries.remove(&id).ok_or_else(|| missing(id))?;
+        self.live_bytes -= entry.bytes;
+        Ok(entry)
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn live_bytes(&self) -> u64 {
+        self.live_bytes
+    }
+
+    /// Drops every tensor (env shutdown).
+    pub fn clear(&mut self) {
+        self.entries.clear();
+        self.live_bytes = 0;
+    }
+}
+
+fn missing(id: u64) -> Error {
+    Error::Invalid(format!("tensor id {id} is unknown or was deleted"))
+}
+
+/// Ids are sequential integers: one multiply spreads them well enough, far cheaper than SipHash.
+#[derive(Default)]
+pub struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ b as u64).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+
+    fn write_u64(&mut self, id: u64) {
+        self.0 = id.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}

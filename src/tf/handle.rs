@@ -1,0 +1,68 @@
+//! `TFE_TensorHandle`: an eager tensor, the unit that ops consume and produce.
+
+use std::ptr::NonNull;
+
+use tensorflow_sys as sys;
+
+use super::dtype::DType;
+use super::extern_decls::TFE_TensorHandleDataTypeCode;
+use super::status::Status;
+use super::tensor::Tensor;
+use crate::error::{Error, Result};
+
+pub struct TensorHandle(NonNull<sys::TFE_TensorHandle>);
+
+impl TensorHandle {
+    pub fn from_tensor(tensor: &Tensor, status: &Status) -> Result<TensorHandle> {
+        // SAFETY: the tensor is live; the handle takes its own reference to the buffer.
+        let raw = unsafe { sys::TFE_NewTensorHandle(tensor.raw(), status.raw()) };
+        status.check()?;
+        TensorHandle::adopt(raw)
+            .ok_or_else(|| Error::Invalid("TFE_NewTensorHandle returned no handle".into()))
+    }
+
+    /// Takes ownership of a handle TF produced (an op's output).
+    pub(super) fn adopt(raw: *mut sys::TFE_TensorHandle) -> Option<TensorHandle> {
+        NonNull::new(raw).map(TensorHandle)
+    }
+
+    pub(super) fn raw(&self) -> *mut sys::TFE_TensorHandle {
+        self.0.as_ptr()
+    }
+
+    /// The dtype, or the raw TF code when the binding has no row for it.
+    pub fn dtype(&self) -> std::result::Result<DType, i32> {
+        // SAFETY: the handle is live; the call only reads it.
+        let code = unsafe { TFE_TensorHandleDataTypeCode(self.raw()) };
+        DType::from_tf_code(code).ok_or(code)
+    }
+
+    /// Appends the handle's dims to `dims`.
+    pub fn dims_into(&self, dims: &mut Vec<i64>, status: &Status) -> Result<()> {
+        // SAFETY: the handle is live; indices stay below the rank TF reported.
+        unsafe {
+            let rank = sys::TFE_TensorHandleNumDims(self.raw(), status.raw());
+            status.check()?;
+            for i in 0..rank {
+                dims.push(sys::TFE_TensorHandleDim(self.raw(), i, status.raw()));
+            }
+        }
+        status.check()
+    }
+
+    /// The host tensor behind the handle; it shares the handle's buffer.
+    pub fn resolve(&self, status: &Status) -> Result<Tensor> {
+        // SAFETY: the handle is live; the returned tensor holds its own reference.
+        let raw = unsafe { sys::TFE_TensorHandleResolve(self.raw(), status.raw()) };
+        status.check()?;
+        Tensor::adopt(raw)
+            .ok_or_else(|| Error::Invalid("TFE_TensorHandleResolve returned no tensor".into()))
+    }
+}
+
+impl Drop for TensorHandle {
+    fn drop(&mut self) {
+        // SAFETY: this TensorHandle owns the handle and deletes it once.
+        unsafe { sys::TFE_DeleteTensorHandle(self.raw()) }
+    }
+}

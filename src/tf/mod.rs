@@ -1,0 +1,10 @@
+//! Safe wrappers over the TensorFlow C API. All FFI into TF lives in this module.
+
+pub mod aligned;
+pub mod context;
+pub mod dtype;
+mod extern_decls;
+pub mod handle;
+pub mod op;
+pub mod status;
+pub mod tensor;
