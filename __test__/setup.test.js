@@ -1,0 +1,611 @@
+'use strict';
+// Tests for the setup scripts (scripts/libtensorflow.js, scripts/build.js):
+// the zip reader, and ensureLibtensorflow over temporary roots with fake
+// libraries, fake wheels and a fake python3. Never touches the repository's deps/.
+
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const crypto = require('node:crypto');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { spawnSync } = require('node:child_process');
+
+const setup = require('../scripts/libtensorflow.js');
+const { build } = require('../scripts/build.js');
+
+const { listZip, extractZip, wheelTarget, checkPlatform, ZIP_CORRUPT } = setup._internal;
+const WHEEL_NAME = 'tensorflow_cpu-2.21.0-cp311-cp311-manylinux_2_27_x86_64.whl';
+const PLATFORM = { platform: 'linux', arch: 'x64', glibc: '2.35' };
+const HAVE_PYTHON = spawnSync('python3', ['-c', 'import zipfile'], { stdio: 'ignore' }).status === 0;
+const needsPython = { skip: HAVE_PYTHON ? false : 'python3 (zipfile) is not available' };
+
+const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'tfjs-node-rs-setup-test-'));
+test.after(() => fs.rmSync(scratch, { recursive: true, force: true }));
+let counter = 0;
+function tempDir(label) {
+  const dir = path.join(scratch, `${label}-${++counter}`);
+  fs.mkdirSync(dir, { recursive: true });
+  return dir;
+}
+
+// Writes a zip with Python's zipfile (an implementation independent of ours).
+// entries: [name, Buffer|string, 'stored'|'deflated'] ; names ending in / are folders.
+function pyZip(file, entries) {
+  const spec = entries.map(([name, data, method = 'deflated']) => [
+    name,
+    Buffer.from(data || '').toString('base64'),
+    method,
+  ]);
+  const code = [
+    'import base64, json, sys, zipfile',
+    'spec = json.load(sys.stdin)',
+    'with zipfile.ZipFile(sys.argv[1], "w") as z:',
+    '    for name, data, method in spec:',
+    '        info = zipfile.ZipInfo(name, (2020, 1, 1, 0, 0, 0))',
+    '        info.compress_type = zipfile.ZIP_DEFLATED if method == "deflated" else zipfile.ZIP_STORED',
+    '        info.external_attr = (0o40755 if name.endswith("/") else 0o100644) << 16',
+    '        z.writestr(info, base64.b64decode(data))',
+  ].join('\n');
+  const res = spawnSync('python3', ['-c', code, file], { input: JSON.stringify(spec), encoding: 'utf8' });
+  assert.equal(res.status, 0, res.stderr);
+  return file;
+}
+
+const identity = (name) => name;
+
+// ---------------------------------------------------------------------------
+// Zip reader
+
+test('extractZip: stored, deflated, empty, nested and non-ASCII entries', needsPython, async () => {
+  const dir = tempDir('zip');
+  const big = crypto.randomBytes(1024 * 1024);
+  const text = 'TensorFlow '.repeat(50000);
+  const zip = pyZip(path.join(dir, 'a.zip'), [
+    ['top/', ''],
+    ['top/big.bin', big, 'deflated'],
+    ['top/stored.bin', big.subarray(0, 4096), 'stored'],
+    ['top/text.txt', text, 'deflated'],
+    ['top/empty.txt', '', 'deflated'],
+    ['top/deep/er/é.h', 'x', 'stored'],
+  ]);
+  const out = path.join(dir, 'out');
+  const written = await extractZip(zip, out, identity);
+  assert.equal(written.length, 5); // folders are skipped
+  assert.deepEqual(fs.readFileSync(path.join(out, 'top/big.bin')), big);
+  assert.deepEqual(fs.readFileSync(path.join(out, 'top/stored.bin')), big.subarray(0, 4096));
+  assert.equal(fs.readFileSync(path.join(out, 'top/text.txt'), 'utf8'), text);
+  assert.equal(fs.readFileSync(path.join(out, 'top/empty.txt'), 'utf8'), '');
+  assert.equal(fs.readFileSync(path.join(out, 'top/deep/er/é.h'), 'utf8'), 'x');
+});
+
+test('extractZip: only the entries the filter maps, to the mapped paths', needsPython, async () => {
+  const dir = tempDir('zip');
+  const zip = pyZip(path.join(dir, 'a.zip'), [['a/keep.h', 'k'], ['a/drop.h', 'd']]);
+  const out = path.join(dir, 'out');
+  await extractZip(zip, out, (n) => (n === 'a/keep.h' ? 'x/y/kept.h' : null));
+  assert.equal(fs.readFileSync(path.join(out, 'x/y/kept.h'), 'utf8'), 'k');
+  assert.ok(!fs.existsSync(path.join(out, 'a')));
+});
+
+test('listZip: ZIP64 end-of-central-directory (more than 65535 entries)', needsPython, async () => {
+  const dir = tempDir('zip64');
+  const zip = path.join(dir, 'many.zip');
+  const res = spawnSync('python3', ['-c', [
+    'import sys, zipfile',
+    'with zipfile.ZipFile(sys.argv[1], "w") as z:',
+    '    for i in range(65600): z.writestr("d/%d" % i, b"")',
+    '    z.writestr("last.txt", b"hello")',
+  ].join('\n'), zip]);
+  assert.equal(res.status, 0, String(res.stderr));
+  const entries = listZip(zip);
+  assert.equal(entries.length, 65601);
+  await extractZip(zip, path.join(dir, 'out'), (n) => (n === 'last.txt' ? n : null));
+  assert.equal(fs.readFileSync(path.join(dir, 'out', 'last.txt'), 'utf8'), 'hello');
+});
+
+// A one-entry stored zip whose central directory keeps sizes and offset in a
+// ZIP64 extra field (as archives over 4 GiB do), written by hand.
+function zip64ExtraZip(name, data) {
+  const nameBuf = Buffer.from(name);
+  const crc = zlibCrc(data);
+  const local = Buffer.alloc(30);
+  local.writeUInt32LE(0x04034b50, 0);
+  local.writeUInt16LE(45, 4);
+  local.writeUInt32LE(crc, 14);
+  local.writeUInt32LE(data.length, 18);
+  local.writeUInt32LE(data.length, 22);
+  local.writeUInt16LE(nameBuf.length, 26);
+  const extra = Buffer.alloc(4 + 24);
+  extra.writeUInt16LE(0x0001, 0);
+  extra.writeUInt16LE(24, 2);
+  extra.writeBigUInt64LE(BigInt(data.length), 4); // uncompressed
+  extra.writeBigUInt64LE(BigInt(data.length), 12); // compressed
+  extra.writeBigUInt64LE(0n, 20); // local header offset
+  const central = Buffer.alloc(46);
+  central.writeUInt32LE(0x02014b50, 0);
+  central.writeUInt16LE((3 << 8) | 45, 4);
+  central.writeUInt16LE(45, 6);
+  central.writeUInt32LE(crc, 16);
+  central.writeUInt32LE(0xffffffff, 20);
+  central.writeUInt32LE(0xffffffff, 24);
+  central.writeUInt16LE(nameBuf.length, 28);
+  central.writeUInt16LE(extra.length, 30);
+  central.writeUInt32LE(0xffffffff, 42);
+  const cd = Buffer.concat([central, nameBuf, extra]);
+  const cdOffset = local.length + nameBuf.length + data.length;
+  const eocd = Buffer.alloc(22);
+  eocd.writeUInt32LE(0x06054b50, 0);
+  eocd.writeUInt16LE(1, 8);
+  eocd.writeUInt16LE(1, 10);
+  eocd.writeUInt32LE(cd.length, 12);
+  eocd.writeUInt32LE(cdOffset, 16);
+  return Buffer.concat([local, nameBuf, data, cd, eocd]);
+}
+
+function zlibCrc(data) {
+  const zlib = require('node:zlib');
+  if (typeof zlib.crc32 === 'function') return zlib.crc32(data);
+  let c = ~0;
+  for (const byte of data) {
+    c ^= byte;
+    for (let k = 0; k < 8; k++) c = (c >>> 1) ^ (0xedb88320 & -(c & 1));
+  }
+  return ~c >>> 0;
+}
+
+test('listZip/extractZip: sizes and offset from a ZIP64 extra field', async () => {
+  const dir = tempDir('zip64x');
+  const zip = path.join(dir, 'x.zip');
+  fs.writeFileSync(zip, zip64ExtraZip('lib.so', Buffer.from('zip64 payload')));
+  const [entry] = listZip(zip);
+  assert.equal(entry.size, 13);
+  assert.equal(entry.compressedSize, 13);
+  assert.equal(entry.localOffset, 0);
+  await extractZip(zip, path.join(dir, 'out'), identity);
+  assert.equal(fs.readFileSync(path.join(dir, 'out', 'lib.so'), 'utf8'), 'zip64 payload');
+});
+
+test('extractZip: unreadable archives fail with the corrupt-zip code', needsPython, async () => {
+  const dir = tempDir('bad');
+  const data = crypto.randomBytes(200000);
+  const good = pyZip(path.join(dir, 'good.zip'), [['f.bin', data, 'stored'], ['g.txt', 'hello '.repeat(1000)]]);
+  const bytes = fs.readFileSync(good);
+
+  const notZip = path.join(dir, 'not.zip');
+  fs.writeFileSync(notZip, 'this is not a zip file at all, just text');
+  await assert.rejects(extractZip(notZip, path.join(dir, 'o1'), identity), { code: ZIP_CORRUPT });
+
+  const truncated = path.join(dir, 'truncated.zip');
+  fs.writeFileSync(truncated, bytes.subarray(0, bytes.length - 100));
+  await assert.rejects(extractZip(truncated, path.join(dir, 'o2'), identity), { code: ZIP_CORRUPT });
+
+  const flipped = Buffer.from(bytes);
+  flipped[1000] ^= 0xff; // inside f.bin's stored data: the CRC-32 (or size) check must catch it
+  const flippedFile = path.join(dir, 'flipped.zip');
+  fs.writeFileSync(flippedFile, flipped);
+  await assert.rejects(extractZip(flippedFile, path.join(dir, 'o3'), identity), { code: ZIP_CORRUPT });
+
+  await assert.rejects(extractZip(good, path.join(dir, 'o4'), () => '../escape'), { code: ZIP_CORRUPT });
+
+  // A write failure (here: the target is a folder) is a file system error, not a
+  // corrupt archive: the cached wheel must not be deleted for it.
+  const o5 = path.join(dir, 'o5');
+  fs.mkdirSync(path.join(o5, 'f.bin'), { recursive: true });
+  await assert.rejects(extractZip(good, o5, (n) => (n === 'f.bin' ? n : null)), (err) => {
+    assert.notEqual(err.code, ZIP_CORRUPT);
+    assert.equal(err.code, 'EISDIR');
+    return true;
+  });
+});
+
+test('wheelTarget: keeps the libs and the C API headers only', () => {
+  assert.equal(wheelTarget('tensorflow/libtensorflow_cc.so.2'), 'lib/libtensorflow_cc.so.2');
+  assert.equal(wheelTarget('tensorflow/libtensorflow_framework.so.2'), 'lib/libtensorflow_framework.so.2');
+  assert.equal(wheelTarget('tensorflow/include/tensorflow/c/c_api.h'), 'include/tensorflow/c/c_api.h');
+  assert.equal(wheelTarget('tensorflow/include/tensorflow/c/eager/c_api.h'), 'include/tensorflow/c/eager/c_api.h');
+  assert.equal(wheelTarget('tensorflow/include/tsl/platform/ctstring.h'), 'include/tsl/platform/ctstring.h');
+  assert.equal(
+    wheelTarget('tensorflow/include/tensorflow/core/platform/ctstring_internal.h'),
+    'include/tensorflow/core/platform/ctstring_internal.h',
+  );
+  assert.equal(wheelTarget('tensorflow/include/xla/tsl/c/tsl_status.h'), 'include/xla/tsl/c/tsl_status.h');
+  assert.equal(
+    wheelTarget('tensorflow/include/tensorflow/compiler/xla/tsl/c/tsl_status.h'),
+    'include/tensorflow/compiler/xla/tsl/c/tsl_status.h',
+  );
+  for (const no of [
+    'tensorflow/include/tensorflow/core/framework/tensor.h',
+    'tensorflow/include/tsl/platform/env.h',
+    'tensorflow/include/tensorflow/c/',
+    'tensorflow/python/libtensorflow_cc.so.2',
+    'tensorflow/libtensorflow_cc.so.2.21.0',
+    'tensorflow/include/tensorflow/c/../../../../etc/passwd',
+  ]) {
+    assert.equal(wheelTarget(no), null, no);
+  }
+});
+
+test('checkPlatform: only Linux x64 with glibc >= 2.27', () => {
+  checkPlatform({ platform: 'linux', arch: 'x64', glibc: '2.27' });
+  checkPlatform({ platform: 'linux', arch: 'x64', glibc: '2.35' });
+  const cases = [
+    [{ platform: 'darwin', arch: 'arm64' }, /platform=darwin, arch=arm64/],
+    [{ platform: 'linux', arch: 'arm64', glibc: '2.35' }, /arch=arm64, libc=glibc 2\.35/],
+    [{ platform: 'linux', arch: 'x64', glibc: undefined }, /libc=not glibc/],
+    [{ platform: 'linux', arch: 'x64', glibc: '2.17' }, /needs glibc >= 2\.27.*glibc 2\.17/],
+  ];
+  for (const [p, re] of cases) {
+    assert.throws(() => checkPlatform(p), (err) => {
+      assert.equal(err.code, 'TFJS_NODE_RS_SETUP');
+      assert.match(err.message, /^unsupported platform: tfjs-node-rs supports only Linux x64|needs glibc/);
+      assert.match(err.message, re);
+      return true;
+    });
+  }
+});
+
+// ---------------------------------------------------------------------------
+// ensureLibtensorflow
+
+function quietLog() {
+  const lines = [];
+  const log = (m) => lines.push(m);
+  log.lines = lines;
+  return log;
+}
+
+function baseEnv(extra = {}) {
+  const env = { PATH: process.env.PATH, HOME: tempDir('home'), ...extra };
+  return env;
+}
+
+function fakeTensorflowDir({ headers = true } = {}) {
+  const dir = tempDir('tf');
+  fs.writeFileSync(path.join(dir, 'libtensorflow_cc.so.2'), 'fake cc library');
+  fs.writeFileSync(path.join(dir, 'libtensorflow_framework.so.2'), 'fake framework library');
+  if (headers) {
+    for (const rel of [
+      'tensorflow/c/c_api.h',
+      'tensorflow/c/eager/c_api.h',
+      'tsl/platform/ctstring.h',
+      'tensorflow/core/platform/ctstring.h',
+      'xla/tsl/c/tsl_status.h',
+      'tensorflow/core/framework/tensor.h', // not wanted
+    ]) {
+      const f = path.join(dir, 'include', rel);
+      fs.mkdirSync(path.dirname(f), { recursive: true });
+      fs.writeFileSync(f, `// ${rel}\n`);
+    }
+  }
+  return dir;
+}
+
+function fakeWheel(file) {
+  return pyZip(file, [
+    ['tensorflow/', ''],
+    ['tensorflow/__init__.py', '# fake'],
+    ['tensorflow/libtensorflow_cc.so.2', 'cc '.repeat(10000)],
+    ['tensorflow/libtensorflow_framework.so.2', 'fw '.repeat(5000)],
+    ['tensorflow/include/tensorflow/c/', ''],
+    ['tensorflow/include/tensorflow/c/c_api.h', '// c_api.h\n'],
+    ['tensorflow/include/tensorflow/c/eager/c_api.h', '// eager\n'],
+    ['tensorflow/include/tsl/platform/ctstring.h', '// tsl ctstring\n'],
+    ['tensorflow/include/tensorflow/core/platform/ctstring.h', '// core ctstring\n'],
+    ['tensorflow/include/xla/tsl/c/tsl_status.h', '// tsl_status\n'],
+    ['tensorflow/include/tensorflow/core/framework/tensor.h', '// not wanted\n'],
+  ]);
+}
+
+let goodWheel;
+function goodWheelFile() {
+  if (!goodWheel) goodWheel = fakeWheel(path.join(tempDir('wheel'), WHEEL_NAME));
+  return goodWheel;
+}
+
+// A directory with a fake `python3`: `-m pip --version` works, and `pip download`
+// copies FAKE_WHEEL into the -d folder (or fails, per FAKE_PIP).
+function fakePythonBin() {
+  const bin = tempDir('bin');
+  const script = [
+    `#!${process.execPath}`,
+    "const fs = require('fs'), path = require('path');",
+    'const args = process.argv.slice(2);',
+    "fs.appendFileSync(process.env.FAKE_PIP_LOG, JSON.stringify(args) + '\\n');",
+    "if (process.env.FAKE_PIP === 'nopip') { console.error('/usr/bin/python3: No module named pip'); process.exit(1); }",
+    "if (args.includes('--version')) { console.log('pip 99.0 (fake)'); process.exit(0); }",
+    "if (process.env.FAKE_PIP === 'fail') {",
+    "  console.error('ERROR: Could not find a version that satisfies the requirement tensorflow-cpu==2.21.0');",
+    "  console.error('ERROR: No matching distribution found for tensorflow-cpu==2.21.0');",
+    '  process.exit(1);',
+    '}',
+    "const d = args[args.indexOf('-d') + 1];",
+    'fs.mkdirSync(d, { recursive: true });',
+    'fs.copyFileSync(process.env.FAKE_WHEEL, path.join(d, path.basename(process.env.FAKE_WHEEL)));',
+  ].join('\n');
+  fs.writeFileSync(path.join(bin, 'python3'), script, { mode: 0o755 });
+  return bin;
+}
+
+function pipCalls(logFile) {
+  if (!fs.existsSync(logFile)) return [];
+  return fs.readFileSync(logFile, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l));
+}
+
+function assertDeps(root, { kind }) {
+  const deps = path.join(root, 'deps');
+  const lib = path.join(deps, 'lib');
+  assert.equal(fs.readlinkSync(path.join(lib, 'libtensorflow.so')), 'libtensorflow_cc.so.2');
+  assert.ok(fs.statSync(path.join(lib, 'libtensorflow.so')).size > 0);
+  const pc = fs.readFileSync(path.join(lib, 'pkgconfig', 'tensorflow.pc'), 'utf8');
+  assert.match(pc, /^Name: tensorflow$/m);
+  assert.match(pc, /^Version: 2\.21\.0$/m);
+  assert.match(pc, /^Libs: -L\$\{libdir\} -ltensorflow$/m);
+  assert.ok(pc.includes(`libdir=${lib}\n`), pc);
+  assert.ok(pc.includes(`includedir=${path.join(deps, 'include')}\n`), pc);
+  assert.match(pc, /^Cflags: -I\$\{includedir\}$/m);
+  const marker = JSON.parse(fs.readFileSync(path.join(deps, '.complete'), 'utf8'));
+  assert.equal(marker.version, '2.21.0');
+  assert.equal(marker.kind, kind);
+  assert.ok(marker.source);
+  assert.equal(fs.readFileSync(path.join(deps, 'include/tensorflow/c/c_api.h'), 'utf8').length > 0, true);
+  assert.ok(fs.existsSync(path.join(deps, 'include/tensorflow/c/eager/c_api.h')));
+  assert.ok(fs.existsSync(path.join(deps, 'include/tsl/platform/ctstring.h')));
+  assert.ok(fs.existsSync(path.join(deps, 'include/tensorflow/core/platform/ctstring.h')));
+  assert.ok(fs.existsSync(path.join(deps, 'include/xla/tsl/c/tsl_status.h')));
+  assert.ok(!fs.existsSync(path.join(deps, 'include/tensorflow/core/framework')));
+  // No temporaries left next to deps/.
+  assert.deepEqual(fs.readdirSync(root).filter((n) => n.startsWith('deps.')), []);
+  return marker;
+}
+
+test('TFJS_NODE_RS_LIBTENSORFLOW: libs symlinked, headers copied', async () => {
+  const tf = fakeTensorflowDir();
+  const root = tempDir('root');
+  const r = await setup.ensureLibtensorflow({
+    root, log: quietLog(), env: baseEnv({ TFJS_NODE_RS_LIBTENSORFLOW: tf }), platform: PLATFORM,
+  });
+  assert.equal(r.fresh, true);
+  assert.equal(r.lib, setup.libtensorflowDir(root));
+  const marker = assertDeps(root, { kind: 'directory' });
+  assert.equal(marker.source, tf);
+  for (const lib of ['libtensorflow_cc.so.2', 'libtensorflow_framework.so.2']) {
+    assert.equal(fs.readlinkSync(path.join(root, 'deps/lib', lib)), path.join(tf, lib));
+  }
+  assert.equal(fs.readFileSync(path.join(root, 'deps/lib/libtensorflow.so'), 'utf8'), 'fake cc library');
+});
+
+test('TFJS_NODE_RS_LIBTENSORFLOW without the libs: one clear error, no deps/', async () => {
+  const tf = tempDir('empty-tf');
+  fs.writeFileSync(path.join(tf, 'libtensorflow_cc.so.2'), 'only one');
+  const root = tempDir('root');
+  await assert.rejects(
+    setup.ensureLibtensorflow({
+      root, log: quietLog(), env: baseEnv({ TFJS_NODE_RS_LIBTENSORFLOW: tf }), platform: PLATFORM,
+    }),
+    (err) => {
+      assert.equal(err.code, 'TFJS_NODE_RS_SETUP');
+      assert.match(err.message, /^TFJS_NODE_RS_LIBTENSORFLOW=.* does not hold libtensorflow_framework\.so\.2\./);
+      assert.doesNotMatch(err.message, /does not hold libtensorflow_cc/);
+      return true;
+    },
+  );
+  assert.deepEqual(fs.readdirSync(root), []);
+});
+
+test('fast path: a complete deps/ is left alone, quickly', async () => {
+  const tf = fakeTensorflowDir();
+  const root = tempDir('root');
+  const env = baseEnv({ TFJS_NODE_RS_LIBTENSORFLOW: tf });
+  await setup.ensureLibtensorflow({ root, log: quietLog(), env, platform: PLATFORM });
+  const markerFile = path.join(root, 'deps/.complete');
+  const before = fs.statSync(markerFile).mtimeMs;
+  const log = quietLog();
+  const t0 = process.hrtime.bigint();
+  const r = await setup.ensureLibtensorflow({ root, log, env, platform: PLATFORM });
+  const ms = Number(process.hrtime.bigint() - t0) / 1e6;
+  assert.equal(r.fresh, false);
+  assert.ok(ms < 50, `fast path took ${ms} ms`);
+  assert.deepEqual(log.lines, []);
+  assert.equal(fs.statSync(markerFile).mtimeMs, before);
+  // Also without the variable: a deps/ made from a directory stays valid.
+  const r2 = await setup.ensureLibtensorflow({ root, log, env: baseEnv(), platform: PLATFORM });
+  assert.equal(r2.fresh, false);
+});
+
+test('repair: deps/ without .complete, with a wrong-size lib, or a stale temp dir', async () => {
+  const tf = fakeTensorflowDir();
+  const root = tempDir('root');
+  const env = baseEnv({ TFJS_NODE_RS_LIBTENSORFLOW: tf });
+  // A half-finished deps/, as a run killed midway (or made by hand) leaves it.
+  fs.mkdirSync(path.join(root, 'deps/lib'), { recursive: true });
+  fs.writeFileSync(path.join(root, 'deps/lib/libtensorflow_cc.so.2'), 'half');
+  fs.mkdirSync(path.join(root, 'deps.tmp-99999999/lib'), { recursive: true });
+  let r = await setup.ensureLibtensorflow({ root, log: quietLog(), env, platform: PLATFORM });
+  assert.equal(r.fresh, true);
+  assertDeps(root, { kind: 'directory' });
+
+  // .complete removed: rebuilt.
+  fs.rmSync(path.join(root, 'deps/.complete'));
+  r = await setup.ensureLibtensorflow({ root, log: quietLog(), env, platform: PLATFORM });
+  assert.equal(r.fresh, true);
+  assertDeps(root, { kind: 'directory' });
+
+  // A library whose size differs from the one recorded: rebuilt.
+  fs.appendFileSync(path.join(tf, 'libtensorflow_cc.so.2'), ' grown');
+  r = await setup.ensureLibtensorflow({ root, log: quietLog(), env, platform: PLATFORM });
+  assert.equal(r.fresh, true);
+  assertDeps(root, { kind: 'directory' });
+
+  // The variable now names another directory: rebuilt from it.
+  const tf2 = fakeTensorflowDir({ headers: false });
+  r = await setup.ensureLibtensorflow({
+    root, log: quietLog(), env: baseEnv({ TFJS_NODE_RS_LIBTENSORFLOW: tf2 }), platform: PLATFORM,
+  });
+  assert.equal(r.fresh, true);
+  assert.equal(fs.readlinkSync(path.join(root, 'deps/lib/libtensorflow_cc.so.2')), path.join(tf2, 'libtensorflow_cc.so.2'));
+});
+
+test('a moved checkout gets its pkg-config paths rewritten', async () => {
+  const tf = fakeTensorflowDir();
+  const first = tempDir('root');
+  const env = baseEnv({ TFJS_NODE_RS_LIBTENSORFLOW: tf });
+  await setup.ensureLibtensorflow({ root: first, log: quietLog(), env, platform: PLATFORM });
+  const moved = `${first}-moved`;
+  fs.renameSync(first, moved);
+  const r = await setup.ensureLibtensorflow({ root: moved, log: quietLog(), env, platform: PLATFORM });
+  assert.equal(r.fresh, false);
+  assertDeps(moved, { kind: 'directory' });
+});
+
+test('wheel in the download cache: extracted without pip', needsPython, async () => {
+  const cache = tempDir('xdg');
+  fs.mkdirSync(path.join(cache, 'tfjs-node-rs'));
+  fs.copyFileSync(goodWheelFile(), path.join(cache, 'tfjs-node-rs', WHEEL_NAME));
+  const root = tempDir('root');
+  const env = baseEnv({ XDG_CACHE_HOME: cache, PATH: tempDir('empty-path') }); // no python3 reachable
+  assert.equal(setup.cacheDir(env), path.join(cache, 'tfjs-node-rs'));
+  const r = await setup.ensureLibtensorflow({ root, log: quietLog(), env, platform: PLATFORM });
+  assert.equal(r.fresh, true);
+  const marker = assertDeps(root, { kind: 'wheel' });
+  assert.equal(marker.source, path.join(cache, 'tfjs-node-rs', WHEEL_NAME));
+  assert.equal(fs.readFileSync(path.join(root, 'deps/lib/libtensorflow_cc.so.2'), 'utf8'), 'cc '.repeat(10000));
+  assert.ok(!fs.lstatSync(path.join(root, 'deps/lib/libtensorflow_cc.so.2')).isSymbolicLink());
+});
+
+test('no wheel cached: downloaded with pip (fake python3), then cached', needsPython, async () => {
+  const cache = tempDir('xdg');
+  const pipLog = path.join(tempDir('piplog'), 'calls');
+  const env = baseEnv({
+    XDG_CACHE_HOME: cache,
+    PATH: fakePythonBin(),
+    FAKE_WHEEL: goodWheelFile(),
+    FAKE_PIP_LOG: pipLog,
+  });
+  const root = tempDir('root');
+  await setup.ensureLibtensorflow({ root, log: quietLog(), env, platform: PLATFORM });
+  assertDeps(root, { kind: 'wheel' });
+  const calls = pipCalls(pipLog);
+  const download = calls.find((c) => c.includes('download'));
+  assert.ok(download, JSON.stringify(calls));
+  for (const arg of ['--no-deps', '--only-binary=:all:', 'tensorflow-cpu==2.21.0', 'manylinux_2_27_x86_64', 'cp311']) {
+    assert.ok(download.includes(arg), `${arg} missing from ${download}`);
+  }
+  assert.ok(fs.existsSync(path.join(cache, 'tfjs-node-rs', WHEEL_NAME)));
+  assert.deepEqual(fs.readdirSync(path.join(cache, 'tfjs-node-rs')), [WHEEL_NAME]);
+});
+
+test('corrupt cached wheel: deleted and downloaded again once', needsPython, async () => {
+  const cache = tempDir('xdg');
+  fs.mkdirSync(path.join(cache, 'tfjs-node-rs'));
+  const cached = path.join(cache, 'tfjs-node-rs', WHEEL_NAME);
+  fs.writeFileSync(cached, fs.readFileSync(goodWheelFile()).subarray(0, 500)); // truncated download
+  const pipLog = path.join(tempDir('piplog'), 'calls');
+  const env = baseEnv({
+    XDG_CACHE_HOME: cache, PATH: fakePythonBin(), FAKE_WHEEL: goodWheelFile(), FAKE_PIP_LOG: pipLog,
+  });
+  const root = tempDir('root');
+  const log = quietLog();
+  await setup.ensureLibtensorflow({ root, log, env, platform: PLATFORM });
+  assertDeps(root, { kind: 'wheel' });
+  assert.ok(log.lines.some((l) => /unreadable.*downloading again/.test(l)), log.lines.join('\n'));
+  assert.equal(pipCalls(pipLog).filter((c) => c.includes('download')).length, 1);
+  assert.deepEqual(fs.readFileSync(cached), fs.readFileSync(goodWheelFile()));
+});
+
+test('a downloaded wheel that is corrupt too: error, and it is deleted', needsPython, async () => {
+  const cache = tempDir('xdg');
+  const bad = path.join(tempDir('badwheel'), WHEEL_NAME);
+  fs.writeFileSync(bad, 'garbage');
+  const env = baseEnv({
+    XDG_CACHE_HOME: cache, PATH: fakePythonBin(), FAKE_WHEEL: bad,
+    FAKE_PIP_LOG: path.join(tempDir('piplog'), 'calls'),
+  });
+  const root = tempDir('root');
+  await assert.rejects(setup.ensureLibtensorflow({ root, log: quietLog(), env, platform: PLATFORM }), (err) => {
+    assert.equal(err.code, 'TFJS_NODE_RS_SETUP');
+    assert.match(err.message, /downloaded wheel .* is unreadable .*it was deleted/);
+    return true;
+  });
+  assert.deepEqual(fs.readdirSync(path.join(cache, 'tfjs-node-rs')), []);
+  assert.deepEqual(fs.readdirSync(root), []);
+});
+
+test('no python3: says to install it or set TFJS_NODE_RS_LIBTENSORFLOW', async () => {
+  const env = baseEnv({ XDG_CACHE_HOME: tempDir('xdg'), PATH: tempDir('empty-path') });
+  const root = tempDir('root');
+  await assert.rejects(setup.ensureLibtensorflow({ root, log: quietLog(), env, platform: PLATFORM }), (err) => {
+    assert.equal(err.code, 'TFJS_NODE_RS_SETUP');
+    assert.match(err.message, /python3 was not found/);
+    assert.match(err.message, /install python3 with pip, or set TFJS_NODE_RS_LIBTENSORFLOW to a directory holding libtensorflow_cc\.so\.2 and libtensorflow_framework\.so\.2/);
+    return true;
+  });
+  assert.deepEqual(fs.readdirSync(root), []);
+});
+
+test('python3 without pip: says so', async () => {
+  const env = baseEnv({
+    XDG_CACHE_HOME: tempDir('xdg'), PATH: fakePythonBin(), FAKE_PIP: 'nopip',
+    FAKE_PIP_LOG: path.join(tempDir('piplog'), 'calls'),
+  });
+  await assert.rejects(
+    setup.ensureLibtensorflow({ root: tempDir('root'), log: quietLog(), env, platform: PLATFORM }),
+    (err) => {
+      assert.equal(err.code, 'TFJS_NODE_RS_SETUP');
+      assert.match(err.message, /python3 has no pip/);
+      assert.match(err.message, /No module named pip/);
+      assert.match(err.message, /install python3 with pip, or set TFJS_NODE_RS_LIBTENSORFLOW/);
+      return true;
+    },
+  );
+});
+
+test('pip download fails: shows pip\'s last lines', async () => {
+  const cache = tempDir('xdg');
+  const env = baseEnv({
+    XDG_CACHE_HOME: cache, PATH: fakePythonBin(), FAKE_PIP: 'fail',
+    FAKE_PIP_LOG: path.join(tempDir('piplog'), 'calls'),
+  });
+  const root = tempDir('root');
+  await assert.rejects(setup.ensureLibtensorflow({ root, log: quietLog(), env, platform: PLATFORM }), (err) => {
+    assert.equal(err.code, 'TFJS_NODE_RS_SETUP');
+    assert.match(err.message, /^downloading tensorflow-cpu==2\.21\.0 failed: pip exited with code 1/);
+    assert.match(err.message, /No matching distribution found for tensorflow-cpu==2\.21\.0/);
+    return true;
+  });
+  assert.deepEqual(fs.readdirSync(root), []);
+  assert.deepEqual(fs.readdirSync(path.join(cache, 'tfjs-node-rs')), []); // no partial download left
+});
+
+test('the CLI prints only the message and exits 1', () => {
+  // A copy of the script in a temp root, so the CLI's default root is not the repository.
+  const root = tempDir('cli-root');
+  fs.mkdirSync(path.join(root, 'scripts'));
+  fs.copyFileSync(path.join(__dirname, '..', 'scripts', 'libtensorflow.js'), path.join(root, 'scripts', 'libtensorflow.js'));
+  const res = spawnSync(process.execPath, [path.join(root, 'scripts', 'libtensorflow.js')], {
+    env: { ...process.env, TFJS_NODE_RS_LIBTENSORFLOW: tempDir('empty-tf') },
+    encoding: 'utf8',
+  });
+  assert.equal(res.status, 1, res.stderr);
+  assert.doesNotMatch(res.stderr, /\n\s+at /); // no stack trace
+  assert.equal(res.stderr.trim().split('\n').length, 1, res.stderr);
+  if (process.platform === 'linux' && process.arch === 'x64') {
+    assert.match(res.stderr, /^tfjs-node-rs: TFJS_NODE_RS_LIBTENSORFLOW=.* does not hold libtensorflow_cc\.so\.2 and libtensorflow_framework\.so\.2/);
+  } else {
+    assert.match(res.stderr, /^tfjs-node-rs: unsupported platform/);
+  }
+  assert.deepEqual(fs.readdirSync(root), ['scripts']);
+});
+
+test('build: a missing cargo is reported clearly', async () => {
+  const root = tempDir('root');
+  fs.mkdirSync(path.join(root, 'node_modules/.bin'), { recursive: true });
+  fs.writeFileSync(path.join(root, 'node_modules/.bin/napi'), '', { mode: 0o755 });
+  const env = { PATH: tempDir('empty-path'), HOME: tempDir('home'), TFJS_NODE_RS_LIBTENSORFLOW: fakeTensorflowDir() };
+  await assert.rejects(build({ root, log: quietLog(), env }), (err) => {
+    assert.equal(err.code, 'TFJS_NODE_RS_SETUP');
+    assert.match(err.message, /cargo \(the Rust toolchain\) was not found/);
+    assert.match(err.message, /prebuilt binaries and do not need it/);
+    return true;
+  });
+});

@@ -1,0 +1,779 @@
+#!/usr/bin/env node
+'use strict';
+// Provides libtensorflow (the TensorFlow 2.21.0 C library) under <root>/deps/:
+//
+//   deps/lib/libtensorflow_cc.so.2, deps/lib/libtensorflow_framework.so.2,
+//   deps/lib/libtensorflow.so -> libtensorflow_cc.so.2,
+//   deps/lib/pkgconfig/tensorflow.pc, deps/include/ (the C API headers),
+//   deps/.complete (JSON marker, written last).
+//
+// Sources, in order:
+//   1. $TFJS_NODE_RS_LIBTENSORFLOW: a directory holding libtensorflow_cc.so.2 and
+//      libtensorflow_framework.so.2 (e.g. site-packages/tensorflow of a Python
+//      TensorFlow); the libs are symlinked, headers come from its include/.
+//   2. a tensorflow_cpu-2.21.0-*.whl in ${XDG_CACHE_HOME:-~/.cache}/tfjs-node-rs/.
+//   3. that wheel, downloaded there with `python3 -m pip download`.
+//
+// The wheel is a zip file; it is read here in plain Node (no unzip, no python).
+// Everything is built in deps.tmp-<pid>/ and renamed to deps/ at the end, so an
+// interrupted run never leaves a deps/ that looks usable.
+//
+// Run directly (`node scripts/libtensorflow.js`) it does the same as a CLI.
+
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
+const zlib = require('zlib');
+const { spawn, spawnSync } = require('child_process');
+const { pipeline } = require('stream/promises');
+
+const TF_VERSION = '2.21.0';
+const PACKAGE = 'tensorflow-cpu';
+const WHEEL_RE = /^tensorflow_cpu-2\.21\.0-.+\.whl$/;
+const PIP_TARGET = [
+  '--python-version', '3.11',
+  '--implementation', 'cp',
+  '--abi', 'cp311',
+  '--platform', 'manylinux_2_27_x86_64',
+];
+const MIN_GLIBC = [2, 27];
+const LIBS = ['libtensorflow_cc.so.2', 'libtensorflow_framework.so.2'];
+const ENV_DIR = 'TFJS_NODE_RS_LIBTENSORFLOW';
+const SETUP = 'TFJS_NODE_RS_SETUP';
+const ZIP_CORRUPT = 'TFJS_NODE_RS_ZIP_CORRUPT';
+const MB = 1024 * 1024;
+const DEPS_BYTES = 900 * MB; // the two libs are ~853 MB uncompressed
+const WHEEL_BYTES = 300 * MB; // the wheel is ~274 MB
+const EXTRACT_CONCURRENCY = 4;
+
+const DEFAULT_ROOT = path.resolve(__dirname, '..');
+
+function setupError(message, cause) {
+  const err = new Error(message);
+  err.code = SETUP;
+  if (cause) err.cause = cause;
+  return err;
+}
+
+function zipError(message) {
+  const err = new Error(message);
+  err.code = ZIP_CORRUPT;
+  return err;
+}
+
+function defaultLog(message) {
+  process.stderr.write(`tfjs-node-rs: ${message}\n`);
+}
+
+function libtensorflowDir(root = DEFAULT_ROOT) {
+  return path.join(path.resolve(root), 'deps', 'lib');
+}
+
+function cacheDir(env = process.env) {
+  const base = env.XDG_CACHE_HOME || path.join(env.HOME || os.homedir(), '.cache');
+  return path.join(base, 'tfjs-node-rs');
+}
+
+// ---------------------------------------------------------------------------
+// What to take from a TensorFlow tree: paths relative to its include/ folder.
+
+function wantedHeader(rel) {
+  if (rel.endsWith('/') || rel.split('/').some((p) => p === '..' || p === '')) return false;
+  return (
+    rel.startsWith('tensorflow/c/') ||
+    /^tsl\/platform\/ctstring[^/]*\.h$/.test(rel) ||
+    /^tensorflow\/core\/platform\/ctstring[^/]*\.h$/.test(rel) ||
+    /^xla\/tsl\/c\/[^/]+$/.test(rel) ||
+    /^tensorflow\/compiler\/xla\/tsl\/c\/[^/]+$/.test(rel)
+  );
+}
+
+// Folders (relative to include/) that can hold wanted headers, for walking a
+// TensorFlow install without visiting its thousands of other headers.
+const WANTED_DIRS = new Set([
+  'tensorflow', 'tensorflow/c', 'tensorflow/core', 'tensorflow/core/platform',
+  'tensorflow/compiler', 'tensorflow/compiler/xla', 'tensorflow/compiler/xla/tsl',
+  'tensorflow/compiler/xla/tsl/c', 'tsl', 'tsl/platform', 'xla', 'xla/tsl', 'xla/tsl/c',
+]);
+
+function wantedDir(rel) {
+  return WANTED_DIRS.has(rel) || rel.startsWith('tensorflow/c/');
+}
+
+// Maps a wheel entry name to its path under deps/, or null when not wanted.
+function wheelTarget(name) {
+  for (const lib of LIBS) if (name === `tensorflow/${lib}`) return `lib/${lib}`;
+  const prefix = 'tensorflow/include/';
+  if (name.startsWith(prefix)) {
+    const rel = name.slice(prefix.length);
+    if (wantedHeader(rel)) return `include/${rel}`;
+  }
+  return null;
+}
+
+// ---------------------------------------------------------------------------
+// Zip reading (enough for wheels): EOCD, ZIP64, central directory, stored and
+// deflated entries, streamed to disk with size and CRC-32 checks.
+
+const SIG_EOCD = 0x06054b50;
+const SIG_ZIP64_LOCATOR = 0x07064b50;
+const SIG_ZIP64_EOCD = 0x06064b50;
+const SIG_CENTRAL = 0x02014b50;
+const SIG_LOCAL = 0x04034b50;
+
+function readAt(fd, position, length) {
+  const buf = Buffer.alloc(length);
+  let done = 0;
+  while (done < length) {
+    const n = fs.readSync(fd, buf, done, length - done, position + done);
+    if (n === 0) throw zipError(`unexpected end of file at byte ${position + done}`);
+    done += n;
+  }
+  return buf;
+}
+
+function u64(buf, offset) {
+  const value = buf.readBigUInt64LE(offset);
+  if (value > BigInt(Number.MAX_SAFE_INTEGER)) throw zipError('ZIP64 value too large');
+  return Number(value);
+}
+
+// Returns [{ name, method, flags, crc, compressedSize, size, localOffset, mode }].
+function listZip(file) {
+  let fd;
+  try {
+    fd = fs.openSync(file, 'r');
+  } catch (err) {
+    throw err.code === 'ENOENT' ? zipError(`${file} does not exist`) : err;
+  }
+  try {
+    const fileSize = fs.fstatSync(fd).size;
+    if (fileSize < 22) throw zipError('file too small to be a zip archive');
+    const tailLen = Math.min(fileSize, 22 + 0xffff);
+    const tailStart = fileSize - tailLen;
+    const tail = readAt(fd, tailStart, tailLen);
+    let eocd = -1;
+    for (let i = tailLen - 22; i >= 0; i--) {
+      if (tail.readUInt32LE(i) === SIG_EOCD && i + 22 + tail.readUInt16LE(i + 20) <= tailLen) {
+        eocd = i;
+        break;
+      }
+    }
+    if (eocd < 0) throw zipError('no end-of-central-directory record (not a zip file, or truncated)');
+    let entries = tail.readUInt16LE(eocd + 10);
+    let cdSize = tail.readUInt32LE(eocd + 12);
+    let cdOffset = tail.readUInt32LE(eocd + 16);
+    if (entries === 0xffff || cdSize === 0xffffffff || cdOffset === 0xffffffff) {
+      const locPos = tailStart + eocd - 20;
+      if (locPos < 0) throw zipError('ZIP64 locator missing');
+      const loc = readAt(fd, locPos, 20);
+      if (loc.readUInt32LE(0) !== SIG_ZIP64_LOCATOR) throw zipError('ZIP64 locator missing');
+      const z64Pos = u64(loc, 8);
+      const z64 = readAt(fd, z64Pos, 56);
+      if (z64.readUInt32LE(0) !== SIG_ZIP64_EOCD) throw zipError('bad ZIP64 end-of-central-directory record');
+      entries = u64(z64, 32);
+      cdSize = u64(z64, 40);
+      cdOffset = u64(z64, 48);
+    }
+    if (cdOffset + cdSize > fileSize) throw zipError('central directory lies past the end of the file (truncated?)');
+    const cd = readAt(fd, cdOffset, cdSize);
+    const out = [];
+    let p = 0;
+    for (let i = 0; i < entries; i++) {
+      if (p + 46 > cd.length || cd.readUInt32LE(p) !== SIG_CENTRAL) throw zipError(`bad central directory entry #${i}`);
+      const madeBy = cd.readUInt16LE(p + 4) >> 8;
+      const flags = cd.readUInt16LE(p + 8);
+      const method = cd.readUInt16LE(p + 10);
+      const crc = cd.readUInt32LE(p + 16);
+      let compressedSize = cd.readUInt32LE(p + 20);
+      let size = cd.readUInt32LE(p + 24);
+      const nameLen = cd.readUInt16LE(p + 28);
+      const extraLen = cd.readUInt16LE(p + 30);
+      const commentLen = cd.readUInt16LE(p + 32);
+      const external = cd.readUInt32LE(p + 38);
+      let localOffset = cd.readUInt32LE(p + 42);
+      const nameEnd = p + 46 + nameLen;
+      if (nameEnd + extraLen + commentLen > cd.length) throw zipError(`central directory entry #${i} overruns`);
+      const name = cd.toString(flags & 0x800 ? 'utf8' : 'latin1', p + 46, nameEnd);
+      // ZIP64 extended information: present values replace the 0xffffffff ones, in order.
+      let e = nameEnd;
+      const extraEnd = nameEnd + extraLen;
+      while (e + 4 <= extraEnd) {
+        const id = cd.readUInt16LE(e);
+        const len = cd.readUInt16LE(e + 2);
+        if (id === 0x0001) {
+          let q = e + 4;
+          const take = () => {
+            if (q + 8 > e + 4 + len) throw zipError(`bad ZIP64 extra field in ${name}`);
+            const v = u64(cd, q);
+            q += 8;
+            return v;
+          };
+          if (size === 0xffffffff) size = take();
+          if (compressedSize === 0xffffffff) compressedSize = take();
+          if (localOffset === 0xffffffff) localOffset = take();
+        }
+        e += 4 + len;
+      }
+      const mode = madeBy === 3 ? (external >>> 16) & 0o7777 : 0;
+      out.push({ name, method, flags, crc, compressedSize, size, localOffset, mode });
+      p = extraEnd + commentLen;
+    }
+    return out;
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+async function extractEntry(file, fd, entry, dest) {
+  if (entry.flags & 0x1) throw zipError(`${entry.name} is encrypted`);
+  if (entry.method !== 0 && entry.method !== 8) {
+    throw zipError(`${entry.name} uses unsupported compression method ${entry.method}`);
+  }
+  const local = readAt(fd, entry.localOffset, 30);
+  if (local.readUInt32LE(0) !== SIG_LOCAL) throw zipError(`bad local header for ${entry.name}`);
+  const start = entry.localOffset + 30 + local.readUInt16LE(26) + local.readUInt16LE(28);
+  if (entry.method === 0 && entry.compressedSize !== entry.size) {
+    throw zipError(`stored entry ${entry.name} has mismatched sizes`);
+  }
+  fs.mkdirSync(path.dirname(dest), { recursive: true });
+  const stages = [];
+  if (entry.compressedSize > 0) {
+    stages.push(fs.createReadStream(file, {
+      start,
+      end: start + entry.compressedSize - 1,
+      highWaterMark: MB,
+    }));
+  } else {
+    stages.push(async function* empty() {}());
+  }
+  if (entry.method === 8) {
+    stages.push(zlib.createInflateRaw({ chunkSize: 256 * 1024 }));
+  }
+  let crc = 0;
+  let size = 0;
+  const haveCrc = typeof zlib.crc32 === 'function';
+  stages.push(async function* check(source) {
+    for await (const chunk of source) {
+      size += chunk.length;
+      if (size > entry.size) throw zipError(`${entry.name} inflates past its recorded size`);
+      if (haveCrc) crc = zlib.crc32(chunk, crc);
+      yield chunk;
+    }
+  });
+  const mode = (entry.mode & 0o777) | 0o644; // readable by all, whatever the archive says
+  stages.push(fs.createWriteStream(dest, { mode }));
+  try {
+    await pipeline(stages);
+  } catch (err) {
+    // zlib's own errors (Z_DATA_ERROR, Z_BUF_ERROR: truncated) mean bad data; file
+    // system errors (ENOSPC, EIO, ...) pass through unchanged.
+    if (/^Z_/.test(err.code || '')) {
+      throw zipError(`cannot inflate ${entry.name}: ${err.message}`);
+    }
+    throw err;
+  }
+  if (size !== entry.size) throw zipError(`${entry.name}: got ${size} bytes, expected ${entry.size}`);
+  if (haveCrc && crc >>> 0 !== entry.crc) throw zipError(`${entry.name}: CRC-32 mismatch`);
+}
+
+// Extracts the entries for which targetOf(name) returns a relative path into destDir.
+// Returns the list of { name, target, size } written.
+async function extractZip(file, destDir, targetOf, { concurrency = EXTRACT_CONCURRENCY } = {}) {
+  const jobs = [];
+  for (const entry of listZip(file)) {
+    if (entry.name.endsWith('/')) continue;
+    const target = targetOf(entry.name);
+    if (!target) continue;
+    const dest = path.resolve(destDir, target);
+    if (!dest.startsWith(path.resolve(destDir) + path.sep)) throw zipError(`unsafe entry name ${entry.name}`);
+    jobs.push({ entry, target, dest });
+  }
+  // Largest first, so the big library starts right away.
+  jobs.sort((a, b) => b.entry.size - a.entry.size);
+  const fd = fs.openSync(file, 'r');
+  try {
+    let next = 0;
+    const worker = async () => {
+      while (next < jobs.length) {
+        const job = jobs[next++];
+        await extractEntry(file, fd, job.entry, job.dest);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(concurrency, jobs.length) }, worker));
+  } finally {
+    fs.closeSync(fd);
+  }
+  return jobs.map((j) => ({ name: j.entry.name, target: j.target, size: j.entry.size }));
+}
+
+// ---------------------------------------------------------------------------
+// Platform, disk space, stale temporaries.
+
+function detectPlatform() {
+  let glibc;
+  if (process.platform === 'linux') {
+    try {
+      glibc = process.report.getReport().header.glibcVersionRuntime;
+    } catch {
+      glibc = undefined;
+    }
+  }
+  return { platform: process.platform, arch: process.arch, glibc };
+}
+
+function checkPlatform({ platform, arch, glibc }) {
+  const libc = platform !== 'linux' ? 'n/a' : glibc ? `glibc ${glibc}` : 'not glibc (musl?)';
+  const detected = `detected platform=${platform}, arch=${arch}, libc=${libc}`;
+  if (platform !== 'linux' || arch !== 'x64' || !glibc) {
+    throw setupError(
+      `unsupported platform: tfjs-node-rs supports only Linux x64 with glibc >= ${MIN_GLIBC.join('.')} ` +
+        `(${detected}).`,
+    );
+  }
+  const [maj, min] = String(glibc).split('.').map(Number);
+  if (maj < MIN_GLIBC[0] || (maj === MIN_GLIBC[0] && min < MIN_GLIBC[1])) {
+    throw setupError(
+      `unsupported platform: libtensorflow ${TF_VERSION} needs glibc >= ${MIN_GLIBC.join('.')} ` +
+        `(${detected}).`,
+    );
+  }
+}
+
+function freeBytes(dir) {
+  try {
+    const s = fs.statfsSync(dir);
+    return s.bavail * s.bsize;
+  } catch {
+    return Infinity;
+  }
+}
+
+function fmtMB(bytes) {
+  return `${Math.ceil(bytes / MB)} MB`;
+}
+
+function noSpaceError(where, needed, cause) {
+  return setupError(
+    `not enough disk space in ${where}: libtensorflow ${TF_VERSION} needs about ${fmtMB(needed)} there ` +
+      `(${fmtMB(Math.max(0, freeBytes(where)))} free). Free some space and run \`npm install\` again.`,
+    cause,
+  );
+}
+
+function pidAlive(pid) {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return err.code === 'EPERM';
+  }
+}
+
+// Removes deps.tmp-<pid>/ and deps.old-<pid>/ left by runs that died.
+function removeStale(root) {
+  let names;
+  try {
+    names = fs.readdirSync(root);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    const m = /^deps\.(tmp|old)-(\d+)$/.exec(name);
+    if (!m) continue;
+    const pid = Number(m[2]);
+    const full = path.join(root, name);
+    let old = false;
+    try {
+      old = Date.now() - fs.lstatSync(full).mtimeMs > 6 * 3600 * 1000;
+    } catch {
+      continue;
+    }
+    if (pid === process.pid || !pidAlive(pid) || old) fs.rmSync(full, { recursive: true, force: true });
+  }
+}
+
+// ---------------------------------------------------------------------------
+// The marker and the fast path.
+
+function readMarker(deps) {
+  try {
+    return JSON.parse(fs.readFileSync(path.join(deps, '.complete'), 'utf8'));
+  } catch {
+    return null;
+  }
+}
+
+function libSizes(libDir) {
+  const sizes = {};
+  for (const lib of LIBS) sizes[lib] = fs.statSync(path.join(libDir, lib)).size;
+  return sizes;
+}
+
+// True when deps/ is complete for this version (and, when $TFJS_NODE_RS_LIBTENSORFLOW
+// is set, was made from that directory).
+function isComplete(deps, envDir) {
+  const marker = readMarker(deps);
+  if (!marker || marker.version !== TF_VERSION) return false;
+  if (envDir && marker.source !== path.resolve(envDir)) return false;
+  try {
+    const sizes = libSizes(path.join(deps, 'lib'));
+    for (const lib of LIBS) {
+      if (!sizes[lib] || (marker.libs && marker.libs[lib] !== sizes[lib])) return false;
+    }
+    fs.statSync(path.join(deps, 'lib', 'libtensorflow.so'));
+    fs.statSync(path.join(deps, 'lib', 'pkgconfig', 'tensorflow.pc'));
+  } catch {
+    return false;
+  }
+  return true;
+}
+
+function pcText(deps) {
+  return [
+    `prefix=${deps}`,
+    `libdir=${path.join(deps, 'lib')}`,
+    `includedir=${path.join(deps, 'include')}`,
+    '',
+    'Name: tensorflow',
+    'Description: TensorFlow C library (libtensorflow), provided by tfjs-node-rs',
+    `Version: ${TF_VERSION}`,
+    'Libs: -L${libdir} -ltensorflow',
+    'Cflags: -I${includedir}',
+    '',
+  ].join('\n');
+}
+
+function writeFileAtomic(file, text) {
+  const tmp = `${file}.tmp-${process.pid}`;
+  fs.writeFileSync(tmp, text);
+  fs.renameSync(tmp, file);
+}
+
+// The checkout moved since deps/ was made: only the absolute paths in the .pc
+// file and the marker are stale; rewrite them.
+function relocate(deps, marker) {
+  writeFileAtomic(path.join(deps, 'lib', 'pkgconfig', 'tensorflow.pc'), pcText(deps));
+  writeFileAtomic(path.join(deps, '.complete'), JSON.stringify({ ...marker, deps }, null, 2) + '\n');
+}
+
+// ---------------------------------------------------------------------------
+// Sources.
+
+function fromDirectory(dir, tmp, log) {
+  const missing = LIBS.filter((lib) => {
+    try {
+      return !fs.statSync(path.join(dir, lib)).isFile();
+    } catch {
+      return true;
+    }
+  });
+  if (missing.length) {
+    throw setupError(
+      `${ENV_DIR}=${dir} does not hold ${missing.join(' and ')}. Point it to a directory that holds ` +
+        `${LIBS.join(' and ')} (e.g. the tensorflow/ folder of a Python tensorflow ${TF_VERSION} install), ` +
+        `or unset it to download libtensorflow.`,
+    );
+  }
+  log(`using libtensorflow from ${ENV_DIR}=${dir}`);
+  const lib = path.join(tmp, 'lib');
+  fs.mkdirSync(lib, { recursive: true });
+  for (const name of LIBS) fs.symlinkSync(path.join(dir, name), path.join(lib, name));
+  const include = path.join(dir, 'include');
+  let headers = 0;
+  const walk = (rel) => {
+    let items;
+    try {
+      items = fs.readdirSync(path.join(include, rel), { withFileTypes: true });
+    } catch {
+      return;
+    }
+    for (const item of items) {
+      const childRel = rel ? `${rel}/${item.name}` : item.name;
+      if (item.isDirectory()) {
+        if (wantedDir(childRel)) walk(childRel);
+      } else if (wantedHeader(childRel)) {
+        const dest = path.join(tmp, 'include', childRel);
+        fs.mkdirSync(path.dirname(dest), { recursive: true });
+        fs.copyFileSync(path.join(include, childRel), dest);
+        headers++;
+      }
+    }
+  };
+  walk('');
+  return { source: dir, kind: 'directory', headers };
+}
+
+function findCachedWheel(cache) {
+  let names;
+  try {
+    names = fs.readdirSync(cache);
+  } catch {
+    return null;
+  }
+  const wheel = names.filter((n) => WHEEL_RE.test(n)).sort()[0];
+  return wheel ? path.join(cache, wheel) : null;
+}
+
+function runCapture(cmd, args, { env, log, forward, label = cmd }) {
+  return new Promise((resolve) => {
+    let child;
+    try {
+      child = spawn(cmd, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    } catch (error) {
+      resolve({ error, status: null, output: '' });
+      return;
+    }
+    let output = '';
+    const take = (chunk) => {
+      const text = chunk.toString();
+      output = (output + text).slice(-64 * 1024);
+      if (forward) for (const line of text.split('\n')) if (line.trim()) log(`  ${label}: ${line.trimEnd()}`);
+    };
+    child.stdout.on('data', take);
+    child.stderr.on('data', take);
+    child.on('error', (error) => resolve({ error, status: null, output }));
+    child.on('close', (status, signal) => resolve({ error: null, status, signal, output }));
+  });
+}
+
+function lastLines(text, n = 8) {
+  return text.trim().split('\n').slice(-n).map((l) => `    ${l.trimEnd()}`).join('\n');
+}
+
+const PYTHON_HINT =
+  `install python3 with pip, or set ${ENV_DIR} to a directory holding ${LIBS.join(' and ')}`;
+
+async function downloadWheel(cache, { env, log }) {
+  const probe = spawnSync('python3', ['-m', 'pip', '--version'], { env, encoding: 'utf8' });
+  if (probe.error) {
+    const why = probe.error.code === 'ENOENT' ? 'python3 was not found on PATH' : `python3 failed to start (${probe.error.message})`;
+    throw setupError(`cannot download libtensorflow: ${why}. To fix it, ${PYTHON_HINT}.`);
+  }
+  if (probe.status !== 0) {
+    throw setupError(
+      `cannot download libtensorflow: python3 has no pip (\`python3 -m pip --version\` failed:\n` +
+        `${lastLines(`${probe.stdout || ''}${probe.stderr || ''}`, 3)}\n). To fix it, ${PYTHON_HINT}.`,
+    );
+  }
+  try {
+    fs.mkdirSync(cache, { recursive: true });
+  } catch (err) {
+    throw setupError(`cannot create the download cache ${cache}: ${err.message}`, err);
+  }
+  if (freeBytes(cache) < WHEEL_BYTES) throw noSpaceError(cache, WHEEL_BYTES);
+  const partial = path.join(cache, `download-${process.pid}`);
+  fs.rmSync(partial, { recursive: true, force: true });
+  const args = [
+    '-m', 'pip', 'download', '--no-deps', '--only-binary=:all:', ...PIP_TARGET,
+    '--disable-pip-version-check', '--no-input', '--progress-bar', 'off',
+    `${PACKAGE}==${TF_VERSION}`, '-d', partial,
+  ];
+  log(`downloading ${PACKAGE} ${TF_VERSION} (~275 MB) with pip into ${cache} ...`);
+  const started = Date.now();
+  const res = await runCapture('python3', args, { env, log, forward: true, label: 'pip' });
+  try {
+    const got = res.status === 0 ? fs.readdirSync(partial).filter((n) => WHEEL_RE.test(n)) : [];
+    if (res.status !== 0 || !got.length) {
+      if (/No space left on device|ENOSPC|Errno 28/.test(res.output)) throw noSpaceError(cache, WHEEL_BYTES);
+      const what = res.error
+        ? `could not run python3 (${res.error.message})`
+        : res.status !== 0
+          ? `pip exited with ${res.signal ? `signal ${res.signal}` : `code ${res.status}`}`
+          : `pip finished but left no ${PACKAGE} ${TF_VERSION} wheel`;
+      throw setupError(
+        `downloading ${PACKAGE}==${TF_VERSION} failed: ${what}. pip said:\n${lastLines(res.output)}\n` +
+          `Check network access to PyPI (or pip's index settings), or set ${ENV_DIR} to a directory ` +
+          `holding ${LIBS.join(' and ')}.`,
+      );
+    }
+    const dest = path.join(cache, got[0]);
+    fs.renameSync(path.join(partial, got[0]), dest);
+    log(`downloaded ${got[0]} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    return dest;
+  } finally {
+    fs.rmSync(partial, { recursive: true, force: true });
+  }
+}
+
+async function extractWheel(wheel, tmp, log) {
+  log(`extracting libtensorflow ${TF_VERSION} from ${wheel} ...`);
+  const started = Date.now();
+  const written = await extractZip(wheel, tmp, wheelTarget);
+  const libs = written.filter((w) => w.target.startsWith('lib/')).length;
+  if (libs !== LIBS.length) throw zipError(`${path.basename(wheel)} does not contain ${LIBS.join(' and ')}`);
+  const headers = written.length - libs;
+  log(`extracted ${libs} libraries and ${headers} headers in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  return { source: wheel, kind: 'wheel', headers };
+}
+
+async function fromWheel(tmp, { env, log }) {
+  const cache = cacheDir(env);
+  let wheel = findCachedWheel(cache);
+  let downloaded = false;
+  if (!wheel) {
+    wheel = await downloadWheel(cache, { env, log });
+    downloaded = true;
+  }
+  for (;;) {
+    try {
+      return await extractWheel(wheel, tmp, log);
+    } catch (err) {
+      if (err.code !== ZIP_CORRUPT) throw err;
+      fs.rmSync(wheel, { force: true });
+      fs.rmSync(tmp, { recursive: true, force: true });
+      fs.mkdirSync(tmp, { recursive: true });
+      if (downloaded) {
+        throw setupError(
+          `the downloaded wheel ${wheel} is unreadable (${err.message}); it was deleted. ` +
+            'Run `npm install` again; if this repeats, check your PyPI mirror or proxy.',
+        );
+      }
+      log(`the cached wheel ${wheel} is unreadable (${err.message}); deleted it, downloading again`);
+      wheel = await downloadWheel(cache, { env, log });
+      downloaded = true;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+
+function finish(tmp, deps, info) {
+  const lib = path.join(tmp, 'lib');
+  fs.mkdirSync(path.join(lib, 'pkgconfig'), { recursive: true });
+  fs.mkdirSync(path.join(tmp, 'include'), { recursive: true });
+  fs.symlinkSync('libtensorflow_cc.so.2', path.join(lib, 'libtensorflow.so'));
+  fs.writeFileSync(path.join(lib, 'pkgconfig', 'tensorflow.pc'), pcText(deps));
+  const marker = {
+    version: TF_VERSION,
+    source: info.source,
+    kind: info.kind,
+    deps,
+    libs: libSizes(lib),
+    headers: info.headers,
+    created: new Date().toISOString(),
+  };
+  fs.writeFileSync(path.join(tmp, '.complete'), JSON.stringify(marker, null, 2) + '\n');
+}
+
+function exists(p) {
+  try {
+    fs.lstatSync(p);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+// Replaces deps/ with tmp/: two renames, so deps/ is either the old tree, absent
+// for an instant, or the new complete tree.
+function swapIn(tmp, deps) {
+  let old = null;
+  if (exists(deps)) {
+    old = `${deps}.old-${process.pid}`;
+    fs.rmSync(old, { recursive: true, force: true });
+    fs.renameSync(deps, old);
+  }
+  try {
+    fs.renameSync(tmp, deps);
+  } catch (err) {
+    if (old) fs.renameSync(old, deps);
+    throw err;
+  }
+  if (old) fs.rmSync(old, { recursive: true, force: true });
+}
+
+// Size of what an incomplete deps/ holds (reclaimable when it is replaced).
+function depsBytes(deps) {
+  let total = 0;
+  for (const lib of LIBS) {
+    try {
+      const st = fs.lstatSync(path.join(deps, 'lib', lib));
+      if (st.isFile()) total += st.size;
+    } catch {
+      // absent
+    }
+  }
+  return total;
+}
+
+/**
+ * Makes <root>/deps hold libtensorflow 2.21.0 (libs, headers, pkg-config file).
+ * Returns { deps, lib, fresh } where fresh tells whether anything was done.
+ * Throws an Error with code 'TFJS_NODE_RS_SETUP' and a message for the user.
+ */
+async function ensureLibtensorflow({ root = DEFAULT_ROOT, log = defaultLog, env = process.env, platform } = {}) {
+  root = path.resolve(root);
+  const deps = path.join(root, 'deps');
+  const envDir = env[ENV_DIR] ? path.resolve(env[ENV_DIR]) : null;
+  if (isComplete(deps, envDir)) {
+    const marker = readMarker(deps);
+    if (marker.deps !== deps) relocate(deps, marker);
+    return { deps, lib: path.join(deps, 'lib'), fresh: false };
+  }
+
+  checkPlatform(platform || detectPlatform());
+  removeStale(root);
+  const tmp = path.join(root, `deps.tmp-${process.pid}`);
+  try {
+    fs.rmSync(tmp, { recursive: true, force: true });
+    fs.mkdirSync(tmp, { recursive: true });
+    let info;
+    if (envDir) {
+      info = fromDirectory(envDir, tmp, log);
+    } else {
+      const reclaim = depsBytes(deps);
+      if (freeBytes(root) < DEPS_BYTES) {
+        if (freeBytes(root) + reclaim < DEPS_BYTES) throw noSpaceError(root, DEPS_BYTES);
+        log(`low on disk space: removing the incomplete ${deps} first`);
+        fs.rmSync(deps, { recursive: true, force: true });
+      }
+      info = await fromWheel(tmp, { env, log });
+    }
+    finish(tmp, deps, info);
+    if (isComplete(deps, envDir)) {
+      // Another process finished first; keep its tree.
+      fs.rmSync(tmp, { recursive: true, force: true });
+    } else {
+      swapIn(tmp, deps);
+    }
+    log(`libtensorflow ${TF_VERSION} is ready in ${deps}`);
+    return { deps, lib: path.join(deps, 'lib'), fresh: true };
+  } catch (err) {
+    fs.rmSync(tmp, { recursive: true, force: true });
+    if (err.code === SETUP) throw err;
+    if (err.code === 'ENOSPC') throw noSpaceError(root, DEPS_BYTES, err);
+    if (err.code === 'EACCES' || err.code === 'EPERM' || err.code === 'EROFS') {
+      throw setupError(`cannot write ${err.path || root} (${err.code}): make ${root} writable and run \`npm install\` again.`, err);
+    }
+    if (err.code === ZIP_CORRUPT) {
+      throw setupError(`cannot read the tensorflow wheel: ${err.message}`, err);
+    }
+    throw err;
+  }
+}
+
+async function main() {
+  try {
+    await ensureLibtensorflow();
+  } catch (err) {
+    if (err.code === SETUP) {
+      process.stderr.write(`tfjs-node-rs: ${err.message}\n`);
+    } else {
+      process.stderr.write(`tfjs-node-rs: setting up libtensorflow failed unexpectedly:\n${err.stack || err}\n`);
+    }
+    process.exitCode = 1;
+  }
+}
+
+module.exports = {
+  ensureLibtensorflow,
+  libtensorflowDir,
+  cacheDir,
+  TF_VERSION,
+  SETUP_ERROR_CODE: SETUP,
+  // For tests.
+  _internal: { listZip, extractZip, wheelTarget, wantedHeader, checkPlatform, isComplete, ZIP_CORRUPT },
+};
+
+if (require.main === module) main();

@@ -1,0 +1,40 @@
+#!/usr/bin/env node
+'use strict';
+// `npm install` hook. Always provides libtensorflow in deps/. In a development
+// checkout (Cargo.toml and src/ next to package.json, napi CLI installed) it also
+// builds the addon; TFJS_NODE_RS_SKIP_BUILD=1 skips that build. An installed
+// package (no Rust sources) only gets libtensorflow.
+
+const path = require('path');
+const { ensureLibtensorflow } = require('./libtensorflow');
+const { build, isDevCheckout, napiCli, reportError } = require('./build');
+
+const root = path.resolve(__dirname, '..');
+
+function log(message) {
+  process.stderr.write(`tfjs-node-rs: ${message}\n`);
+}
+
+async function main() {
+  await ensureLibtensorflow({ root, log });
+  if (!isDevCheckout(root)) return 0;
+  if (process.env.TFJS_NODE_RS_SKIP_BUILD === '1') {
+    log('TFJS_NODE_RS_SKIP_BUILD=1: not building the addon');
+    return 0;
+  }
+  if (!napiCli(root)) {
+    log('the napi CLI is not installed (dev dependencies omitted?): not building the addon');
+    return 0;
+  }
+  return build({ root, log });
+}
+
+main().then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err) => {
+    reportError(err);
+    process.exitCode = 1;
+  },
+);
