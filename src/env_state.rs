@@ -43,9 +43,14 @@ pub struct EnvState {
 impl EnvState {
     /// This env's state, created on first use. Also does releases queued by TF threads.
     pub fn get(js: Js) -> Result<&'static mut EnvState> {
-        let state = js.env_data(EnvState::new)?;
+        let state = EnvState::get_undrained(js)?;
         state.releases.drain();
         Ok(state)
+    }
+
+    /// This env's state, leaving queued releases for the wakeup to do (so they can be observed).
+    pub fn get_undrained(js: Js) -> Result<&'static mut EnvState> {
+        js.env_data(EnvState::new)
     }
 
     fn new(js: Js) -> Result<EnvState> {

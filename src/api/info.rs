@@ -4,6 +4,7 @@ use napi::bindgen_prelude::Env;
 
 use super::js_call;
 use crate::env_state::EnvState;
+use crate::js::external;
 use crate::tf::context::tf_version as linked_tf_version;
 
 /// The version of the TensorFlow C library the addon runs on.
@@ -38,12 +39,14 @@ pub struct Stats {
     pub copied_reads: f64,
     /// JS-memory releases queued by TF threads, not yet done on the JS thread.
     pub pending_releases: u32,
+    /// ArrayBuffers over native memory (from `alloc` and reads) not yet collected, process-wide.
+    pub external_buffers: u32,
 }
 
 #[napi_derive::napi]
 pub fn stats(env: Env) -> napi::Result<Stats> {
     js_call(&env, |js| {
-        let state = EnvState::get(js)?;
+        let state = EnvState::get_undrained(js)?;
         let c = &state.counters;
         Ok(Stats {
             live_tensors: state.tensors.len() as u32,
@@ -53,6 +56,7 @@ pub fn stats(env: Env) -> napi::Result<Stats> {
             shared_reads: c.shared_reads as f64,
             copied_reads: c.copied_reads as f64,
             pending_releases: state.releases.pending() as u32,
+            external_buffers: external::live_count() as u32,
         })
     })
 }

@@ -176,3 +176,18 @@ pub fn delete_tensor(env: Env, id: Unknown) -> napi::Result<()> {
         state.tensors.remove(id).map(drop)
     })
 }
+
+/// Deletes the tensor so that its buffer is freed on a native thread other than the JS thread,
+/// as TF's own threads may do. Exists to exercise the release queue; see `stats().pendingReleases`.
+#[napi_derive::napi(js_name = "dropTensorOnNativeThread")]
+pub fn drop_tensor_on_native_thread(env: Env, id: Unknown) -> napi::Result<()> {
+    js_call(&env, |js| {
+        let state = EnvState::get(js)?;
+        let id = args::tensor_id(js, id.raw(), "id")?;
+        let tensor = state.tensors.get(id)?.handle.resolve(&state.status)?;
+        state.tensors.remove(id)?;
+        std::thread::spawn(move || drop(tensor))
+            .join()
+            .map_err(|_| Error::Invalid("the native thread panicked".into()))
+    })
+}

@@ -3,6 +3,7 @@
 
 use std::ffi::c_void;
 use std::ptr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use napi::sys;
 
@@ -10,6 +11,14 @@ use super::{Js, Value};
 use crate::error::Result;
 use crate::tf::aligned::AlignedBuf;
 use crate::tf::tensor::Tensor;
+
+/// ArrayBuffers made here and not yet finalized, in the whole process (finalizers may run
+/// after their env's state is gone, so this cannot be per env).
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+
+pub fn live_count() -> usize {
+    LIVE.load(Ordering::Relaxed)
+}
 
 /// An ArrayBuffer that owns `buf` and frees it when collected.
 pub fn from_aligned(js: Js, buf: AlignedBuf) -> Result<Value> {
@@ -32,6 +41,8 @@ pub fn from_aligned(js: Js, buf: AlignedBuf) -> Result<Value> {
         drop(unsafe { AlignedBuf::from_raw(data, len) });
         return Err(err);
     }
+    LIVE.fetch_add(1, Ordering::Relaxed);
+    adjust_external_memory(js.raw_env(), len as i64);
     Ok(out)
 }
 
@@ -57,16 +68,32 @@ pub fn from_tensor(js: Js, tensor: Tensor) -> Result<Value> {
         drop(unsafe { Tensor::from_leaked(owner) });
         return Err(err);
     }
+    LIVE.fetch_add(1, Ordering::Relaxed);
+    adjust_external_memory(js.raw_env(), len as i64);
     Ok(out)
 }
 
-unsafe extern "C" fn free_aligned(_env: sys::napi_env, data: *mut c_void, hint: *mut c_void) {
+unsafe extern "C" fn free_aligned(env: sys::napi_env, data: *mut c_void, hint: *mut c_void) {
     // SAFETY: data and the length in hint come from `from_aligned`; V8 finalizes once.
     drop(unsafe { AlignedBuf::from_raw(data.cast(), hint as usize) });
+    adjust_external_memory(env, -(hint as i64));
+    LIVE.fetch_sub(1, Ordering::Relaxed);
 }
 
-unsafe extern "C" fn release_tensor(_env: sys::napi_env, _data: *mut c_void, hint: *mut c_void) {
+unsafe extern "C" fn release_tensor(env: sys::napi_env, _data: *mut c_void, hint: *mut c_void) {
     // SAFETY: hint is the tensor leaked in `from_tensor`; V8 finalizes once. Dropping it may run a
     // TF deallocator, which routes any JS release through the env's release queue.
-    drop(unsafe { Tensor::from_leaked(hint) });
+    let tensor = unsafe { Tensor::from_leaked(hint) };
+    let len = tensor.as_ref().map_or(0, |t| t.bytes().1);
+    drop(tensor);
+    adjust_external_memory(env, -(len as i64));
+    LIVE.fetch_sub(1, Ordering::Relaxed);
+}
+
+/// Tells V8 how much native memory its ArrayBuffers keep alive, so that GC runs when that
+/// memory (not only the JS heap) grows.
+fn adjust_external_memory(env: sys::napi_env, delta: i64) {
+    let mut total = 0i64;
+    // SAFETY: env is the live env of the running call or finalizer; total is a valid out-pointer.
+    unsafe { sys::napi_adjust_external_memory(env, delta, &mut total) };
 }
