@@ -21,6 +21,9 @@ export declare function alloc(dtype: unknown, length: unknown): unknown
  */
 export declare function createTensor(shape: unknown, dtype: unknown, data: unknown): number
 
+/** Drops one reference to the session; the last one closes it. */
+export declare function deleteSavedModel(id: unknown): void
+
 export declare function deleteTensor(id: unknown): void
 
 /**
@@ -29,10 +32,38 @@ export declare function deleteTensor(id: unknown): void
  */
 export declare function dropTensorOnNativeThread(id: unknown): void
 
+/** Dtype names in the order `runPreparedOp` reports dtype indices. */
+export declare function dtypeNames(): Array<string>
+
 /** `executeOp(name, attrs, inputIds, numOutputs)` → `[{id, shape, dtype}]`. */
 export declare function executeOp(name: unknown, attrs: unknown, inputIds: unknown, numOutputs: unknown): unknown
 
+/** Distinct SavedModel sessions loaded in this env. */
+export declare function getNumOfSavedModels(): number
+
 export declare function isUsingGpuDevice(): boolean
+
+/**
+ * `loadSavedModel(exportDir, tags)` → a session id. Loading the same directory with the same
+ * tags again shares the session (one more reference).
+ */
+export declare function loadSavedModel(exportDir: unknown, tags: unknown): number
+
+/** Reads and checks `attrs` for op `name` once; returns a handle for `runPreparedOp`. */
+export declare function prepareOp(name: unknown, attrs: unknown): number
+
+/**
+ * Runs a prepared op. `io` holds the `numInputs` input ids on entry; on return it holds, for each
+ * output, `id, dtype index (into dtypeNames()), rank, dims...`. Returns the number of outputs.
+ */
+export declare function runPreparedOp(prepared: number, io: unknown, numInputs: number, numOutputs: number): number
+
+/**
+ * `runSavedModel(id, inputIds, inputNames, outputNames)` → `[{id, shape, dtype}]`. Names are
+ * graph tensors (`op:index`, or `op` for index 0). Each input is checked against the graph's
+ * dtype and static shape before TF sees it.
+ */
+export declare function runSavedModel(id: unknown, inputIds: unknown, inputNames: unknown, outputNames: unknown): unknown
 
 export declare function stats(): Stats
 

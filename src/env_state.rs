@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use crate::api::PreparedOp;
 use crate::error::Result;
 use crate::js::{EnvData, Js};
 use crate::op_cache::OpCache;
@@ -23,7 +24,6 @@ pub struct Counters {
 #[derive(Default)]
 pub struct Scratch {
     pub op_name: Vec<u8>,
-    pub attr_name: Vec<u8>,
     pub text: Vec<u8>,
     pub dims: Vec<i64>,
     pub outputs: Vec<TensorHandle>,
@@ -32,7 +32,9 @@ pub struct Scratch {
 /// Fields drop in declaration order: tensors and ops before the context they belong to.
 pub struct EnvState {
     pub tensors: TensorTable,
+    pub saved_models: crate::saved_model::SavedModels,
     pub ops: OpCache,
+    pub prepared_ops: Vec<PreparedOp>,
     pub scratch: Scratch,
     pub context: Context,
     pub status: Status,
@@ -58,7 +60,9 @@ impl EnvState {
         let context = Context::new(&status)?;
         Ok(EnvState {
             tensors: TensorTable::default(),
+            saved_models: Default::default(),
             ops: OpCache::default(),
+            prepared_ops: Vec::new(),
             scratch: Scratch::default(),
             context,
             status,

@@ -13,6 +13,7 @@ mod error;
 mod js;
 mod op_cache;
 mod release;
+mod saved_model;
 mod sharing;
 mod tensor_table;
 mod tf;

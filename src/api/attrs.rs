@@ -1,7 +1,8 @@
-//! Op attributes from JS `{name, type, value}` objects, checked against the op's definition
-//! before they reach TF (TF aborts the process on some mismatches).
+//! Op attributes: read from JS `{name, type, value}` objects into owned values, checked against
+//! the op's definition before they reach TF (TF aborts the process on some mismatches), then
+//! applied to an op — once per call, or once per prepared op and reused.
 
-use std::ffi::CStr;
+use std::ffi::{CStr, CString};
 
 use sys::TF_AttrType::{self, *};
 use tensorflow_sys as sys;
@@ -12,25 +13,41 @@ use crate::js::{Js, JsType, Value};
 use crate::tf::op::Op;
 use crate::tf::status::Status;
 
-/// Reusable buffers for attribute names and string values.
-pub struct AttrBuffers<'a> {
-    pub name: &'a mut Vec<u8>,
-    pub text: &'a mut Vec<u8>,
-    pub dims: &'a mut Vec<i64>,
+pub enum AttrValue {
+    String(Vec<u8>),
+    Int(i64),
+    Float(f32),
+    Bool(bool),
+    Type(sys::TF_DataType),
+    /// `None`: unknown rank.
+    Shape(Option<Vec<i64>>),
+    StringList(Vec<Vec<u8>>),
+    IntList(Vec<i64>),
+    FloatList(Vec<f32>),
+    BoolList(Vec<bool>),
+    TypeList(Vec<sys::TF_DataType>),
+    ShapeList(Vec<Option<Vec<i64>>>),
 }
 
-pub fn apply(
+pub struct OwnedAttr {
+    pub name: CString,
+    pub value: AttrValue,
+}
+
+/// Reads `attrs` (an array, or null/undefined for none), checking each against `op`'s definition.
+pub fn read(
     js: Js,
-    op: &mut Op,
+    op: &Op,
     op_name: &str,
     attrs: Value,
-    bufs: &mut AttrBuffers,
     status: &Status,
-) -> Result<()> {
+) -> Result<Vec<OwnedAttr>> {
     if matches!(js.type_of(attrs)?, JsType::Undefined | JsType::Null) {
-        return Ok(());
+        return Ok(Vec::new());
     }
     let count = args::array_length(js, attrs, "attrs")?;
+    let mut text = Vec::new();
+    let mut out = Vec::with_capacity(count as usize);
     for i in 0..count {
         let attr = js.element(attrs, i)?;
         if js.type_of(attr)? != JsType::Object {
@@ -41,12 +58,15 @@ pub fn apply(
         let name = args::c_str(
             js,
             js.property(attr, c"name")?,
-            bufs.name,
+            &mut text,
             &format!("attrs[{i}].name"),
-        )?;
+        )?
+        .to_owned();
         let what = format!("{op_name} attr '{}'", name.to_string_lossy());
-        let declared = op.attr_kind(name, status).map_err(|e| e.context(op_name))?;
-        let given = attr_type(js, js.property(attr, c"type")?, bufs.text, &what)?;
+        let declared = op
+            .attr_kind(&name, status)
+            .map_err(|e| e.context(op_name))?;
+        let given = attr_type(js, js.property(attr, c"type")?, &mut text, &what)?;
         if given != declared.ty {
             return Err(Error::Type(format!(
                 "{what} is declared as {}{}, given {}",
@@ -56,8 +76,8 @@ pub fn apply(
             )));
         }
         let value = js.property(attr, c"value")?;
-        if declared.is_list {
-            set_list(js, op, name, declared.ty, value, status, &what)?;
+        let value = if declared.is_list {
+            read_list(js, declared.ty, value, &what)?
         } else {
             if declared.ty != TF_ATTR_SHAPE && js.is_array(value)? {
                 return Err(Error::Type(format!(
@@ -65,17 +85,32 @@ pub fn apply(
                     type_label(declared.ty)
                 )));
             }
-            set_one(
-                js,
-                op,
-                name,
-                declared.ty,
-                value,
-                bufs.text,
-                bufs.dims,
-                status,
-                &what,
-            )?;
+            read_one(js, declared.ty, value, &mut text, &what)?
+        };
+        out.push(OwnedAttr { name, value });
+    }
+    Ok(out)
+}
+
+pub fn apply(op: &mut Op, attrs: &[OwnedAttr], status: &Status) -> Result<()> {
+    for OwnedAttr { name, value } in attrs {
+        let name: &CStr = name;
+        match value {
+            AttrValue::String(s) => op.set_string(name, s),
+            AttrValue::Int(v) => op.set_int(name, *v),
+            AttrValue::Float(v) => op.set_float(name, *v),
+            AttrValue::Bool(v) => op.set_bool(name, *v),
+            AttrValue::Type(v) => op.set_type(name, *v),
+            AttrValue::Shape(dims) => op.set_shape(name, dims.as_deref(), status)?,
+            AttrValue::StringList(items) => {
+                let views: Vec<&[u8]> = items.iter().map(Vec::as_slice).collect();
+                op.set_string_list(name, &views);
+            }
+            AttrValue::IntList(v) => op.set_int_list(name, v),
+            AttrValue::FloatList(v) => op.set_float_list(name, v),
+            AttrValue::BoolList(v) => op.set_bool_list(name, v),
+            AttrValue::TypeList(v) => op.set_type_list(name, v),
+            AttrValue::ShapeList(shapes) => op.set_shape_list(name, shapes, status)?,
         }
     }
     Ok(())
@@ -129,115 +164,74 @@ fn type_label(ty: TF_AttrType) -> &'static str {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn set_one(
+fn read_one(
     js: Js,
-    op: &mut Op,
-    name: &CStr,
     ty: TF_AttrType,
     value: Value,
     text: &mut Vec<u8>,
-    dims: &mut Vec<i64>,
-    status: &Status,
     what: &str,
-) -> Result<()> {
-    match ty {
+) -> Result<AttrValue> {
+    Ok(match ty {
         TF_ATTR_STRING => {
-            let s = args::c_str(js, value, text, what)?;
-            op.set_string(name, s.to_bytes());
+            AttrValue::String(args::c_str(js, value, text, what)?.to_bytes().to_vec())
         }
-        TF_ATTR_INT => op.set_int(name, args::integer(js, value, what)?),
-        TF_ATTR_FLOAT => op.set_float(name, args::float(js, value, what)? as f32),
-        TF_ATTR_BOOL => op.set_bool(name, args::boolean(js, value, what)?),
-        TF_ATTR_TYPE => op.set_type(name, args::dtype(js, value, text, what)?.tf),
-        TF_ATTR_SHAPE => {
-            if matches!(js.type_of(value)?, JsType::Null | JsType::Undefined) {
-                op.set_shape(name, None, status)?;
-            } else {
-                args::dims_into(js, value, true, dims, what)?;
-                op.set_shape(name, Some(dims), status)?;
-            }
-        }
+        TF_ATTR_INT => AttrValue::Int(args::integer(js, value, what)?),
+        TF_ATTR_FLOAT => AttrValue::Float(args::float(js, value, what)? as f32),
+        TF_ATTR_BOOL => AttrValue::Bool(args::boolean(js, value, what)?),
+        TF_ATTR_TYPE => AttrValue::Type(args::dtype(js, value, text, what)?.tf),
+        TF_ATTR_SHAPE => AttrValue::Shape(read_shape(js, value, what)?),
         other => {
             return Err(Error::Type(format!(
                 "{what}: {} attrs cannot be set from JS",
                 type_label(other)
             )))
         }
-    }
-    Ok(())
+    })
 }
 
-fn set_list(
-    js: Js,
-    op: &mut Op,
-    name: &CStr,
-    ty: TF_AttrType,
-    value: Value,
-    status: &Status,
-    what: &str,
-) -> Result<()> {
+fn read_shape(js: Js, value: Value, what: &str) -> Result<Option<Vec<i64>>> {
+    if matches!(js.type_of(value)?, JsType::Null | JsType::Undefined) {
+        return Ok(None);
+    }
+    let mut dims = Vec::new();
+    args::dims_into(js, value, true, &mut dims, what)?;
+    Ok(Some(dims))
+}
+
+fn read_list(js: Js, ty: TF_AttrType, value: Value, what: &str) -> Result<AttrValue> {
     let len = args::array_length(js, value, what)?;
-    let item =
-        |i: u32| -> Result<(Value, String)> { Ok((js.element(value, i)?, format!("{what}[{i}]"))) };
-    match ty {
-        TF_ATTR_STRING => {
-            let mut owned = Vec::with_capacity(len as usize);
-            for i in 0..len {
-                let (v, w) = item(i)?;
-                let mut buf = Vec::new();
-                args::c_str(js, v, &mut buf, &w)?;
-                buf.pop();
-                owned.push(buf);
-            }
-            let views: Vec<&[u8]> = owned.iter().map(|b| b.as_slice()).collect();
-            op.set_string_list(name, &views);
-        }
-        TF_ATTR_INT => {
-            let values = (0..len)
-                .map(|i| item(i).and_then(|(v, w)| args::integer(js, v, &w)))
-                .collect::<Result<Vec<_>>>()?;
-            op.set_int_list(name, &values);
-        }
-        TF_ATTR_FLOAT => {
-            let values = (0..len)
-                .map(|i| item(i).and_then(|(v, w)| args::float(js, v, &w).map(|f| f as f32)))
-                .collect::<Result<Vec<_>>>()?;
-            op.set_float_list(name, &values);
-        }
-        TF_ATTR_BOOL => {
-            let values = (0..len)
-                .map(|i| item(i).and_then(|(v, w)| args::boolean(js, v, &w)))
-                .collect::<Result<Vec<_>>>()?;
-            op.set_bool_list(name, &values);
-        }
-        TF_ATTR_TYPE => {
-            let mut buf = Vec::new();
-            let values = (0..len)
-                .map(|i| item(i).and_then(|(v, w)| args::dtype(js, v, &mut buf, &w).map(|d| d.tf)))
-                .collect::<Result<Vec<_>>>()?;
-            op.set_type_list(name, &values);
-        }
-        TF_ATTR_SHAPE => {
-            let mut shapes = Vec::with_capacity(len as usize);
-            for i in 0..len {
-                let (v, w) = item(i)?;
-                if matches!(js.type_of(v)?, JsType::Null | JsType::Undefined) {
-                    shapes.push(None);
-                } else {
-                    let mut dims = Vec::new();
-                    args::dims_into(js, v, true, &mut dims, &w)?;
-                    shapes.push(Some(dims));
-                }
-            }
-            op.set_shape_list(name, &shapes, status)?;
-        }
+    let mut text = Vec::new();
+    let items = (0..len)
+        .map(|i| {
+            let item = js.element(value, i)?;
+            read_one(js, ty, item, &mut text, &format!("{what}[{i}]"))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    macro_rules! collect {
+        ($variant:ident, $list:ident) => {
+            AttrValue::$list(
+                items
+                    .into_iter()
+                    .filter_map(|v| match v {
+                        AttrValue::$variant(x) => Some(x),
+                        _ => None,
+                    })
+                    .collect(),
+            )
+        };
+    }
+    Ok(match ty {
+        TF_ATTR_STRING => collect!(String, StringList),
+        TF_ATTR_INT => collect!(Int, IntList),
+        TF_ATTR_FLOAT => collect!(Float, FloatList),
+        TF_ATTR_BOOL => collect!(Bool, BoolList),
+        TF_ATTR_TYPE => collect!(Type, TypeList),
+        TF_ATTR_SHAPE => collect!(Shape, ShapeList),
         other => {
             return Err(Error::Type(format!(
                 "{what}: lists of {} cannot be set from JS",
                 type_label(other)
             )))
         }
-    }
-    Ok(())
+    })
 }

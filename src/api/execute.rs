@@ -1,17 +1,89 @@
-//! `executeOp`: runs one eager op on tensor ids and returns its outputs as new ids.
+//! Op execution: `executeOp` (attrs read per call, outputs as objects) and the fast path,
+//! `prepareOp` + `runPreparedOp` (attrs read once; ids and output shapes pass through a
+//! Float64Array, so a call allocates no JS objects).
+
+use std::ffi::{CStr, CString};
 
 use napi::bindgen_prelude::{Env, Unknown};
 use napi::JsValue;
 
 use super::args;
-use super::attrs::{self, AttrBuffers};
+use super::attrs::{self, OwnedAttr};
 use super::js_call;
-use crate::env_state::{EnvState, Scratch};
+use crate::env_state::EnvState;
 use crate::error::{Error, Result};
 use crate::js::{Js, Value};
+use crate::tf::dtype::DTYPES;
+use crate::tf::handle::TensorHandle;
 
 /// Outputs beyond this are a caller's mistake, not an op's (the widest TF ops have a few dozen).
 const MAX_OUTPUTS: i64 = 4096;
+
+/// An op name with its attributes, read and checked once.
+pub struct PreparedOp {
+    name: CString,
+    attrs: Vec<OwnedAttr>,
+}
+
+/// Where a call's attributes come from.
+enum Attrs<'a> {
+    FromJs(Js, Value),
+    Prepared(&'a [OwnedAttr]),
+}
+
+/// Runs `name` on the tensors `input_ids` yields, leaving the outputs in `state.scratch.outputs`.
+fn run(
+    state: &mut EnvState,
+    name: &CStr,
+    attrs: Attrs,
+    input_ids: impl Iterator<Item = Result<u64>>,
+    room: i64,
+) -> Result<()> {
+    let label = name.to_str().unwrap_or("op");
+    if !(0..=MAX_OUTPUTS).contains(&room) {
+        return Err(Error::Range(format!(
+            "{label}: numOutputs must be in 0..={MAX_OUTPUTS}, got {room}"
+        )));
+    }
+    let status = &state.status;
+    let mut checked_out = state
+        .ops
+        .take(&state.context, name, status)
+        .map_err(|e| e.context(label))?;
+    let op = &mut checked_out.op;
+    let tensors = &state.tensors;
+    let outputs = &mut state.scratch.outputs;
+    let ran = (|| {
+        match attrs {
+            Attrs::FromJs(js, value) => {
+                attrs::apply(op, &attrs::read(js, op, label, value, status)?, status)
+            }
+            Attrs::Prepared(owned) => attrs::apply(op, owned, status),
+        }
+        .map_err(|e| e.context(label))?;
+        for (i, id) in input_ids.enumerate() {
+            let entry = tensors
+                .get(id?)
+                .map_err(|e| e.context(&format!("{label} input {i}")))?;
+            op.add_input(&entry.handle, status)
+                .map_err(|e| e.context(label))?;
+        }
+        op.execute(outputs, room as usize, status)
+            .map_err(|e| e.context(label))
+    })();
+    state.ops.give_back(name, checked_out, status);
+    ran
+}
+
+/// Registers a new output tensor whose dims are already in `dims`; returns its id and dtype index.
+fn adopt_output(state: &mut EnvState, handle: TensorHandle, dims: &[i64]) -> (u64, Option<usize>) {
+    let dtype = handle.dtype().ok();
+    let bytes = dtype.and_then(|d| d.element_bytes()).map_or(0, |size| {
+        args::element_count(dims, "output shape").unwrap_or(0) as u64 * size as u64
+    });
+    let index = dtype.and_then(|d| DTYPES.iter().position(|row| row.tf == d.tf));
+    (state.tensors.insert(handle, bytes), index)
+}
 
 /// `executeOp(name, attrs, inputIds, numOutputs)` → `[{id, shape, dtype}]`.
 #[napi_derive::napi(js_name = "executeOp")]
@@ -24,18 +96,18 @@ pub fn execute_op(
 ) -> napi::Result<Unknown<'static>> {
     js_call(&env, |js| {
         let state = EnvState::get(js)?;
-        let mut scratch = std::mem::take(&mut state.scratch);
+        let mut op_name = std::mem::take(&mut state.scratch.op_name);
         let result = execute(
             js,
             state,
-            &mut scratch,
+            &mut op_name,
             name.raw(),
             attrs.raw(),
             input_ids.raw(),
             num_outputs.raw(),
         );
-        scratch.outputs.clear();
-        state.scratch = scratch;
+        state.scratch.op_name = op_name;
+        state.scratch.outputs.clear();
         result.map(|v| js.to_unknown(v))
     })
 }
@@ -43,77 +115,27 @@ pub fn execute_op(
 fn execute(
     js: Js,
     state: &mut EnvState,
-    scratch: &mut Scratch,
+    op_name: &mut Vec<u8>,
     name: Value,
     attrs: Value,
     input_ids: Value,
     num_outputs: Value,
 ) -> Result<Value> {
-    let Scratch {
-        op_name,
-        attr_name,
-        text,
-        dims,
-        outputs,
-    } = scratch;
     let name = args::c_str(js, name, op_name, "op name")?;
-    let label = name.to_str().unwrap_or("op");
     let room = args::integer(js, num_outputs, "numOutputs")?;
-    if !(0..=MAX_OUTPUTS).contains(&room) {
-        return Err(Error::Range(format!(
-            "{label}: numOutputs must be in 0..={MAX_OUTPUTS}, got {room}"
-        )));
-    }
-    let status = &state.status;
-    let mut checked_out = state
-        .ops
-        .take(&state.context, name, status)
-        .map_err(|e| e.context(label))?;
-    let op = &mut checked_out.op;
-    let prepared = attrs::apply(
-        js,
-        op,
-        label,
-        attrs,
-        &mut AttrBuffers {
-            name: attr_name,
-            text,
-            dims,
-        },
-        status,
-    )
-    .and_then(|()| {
-        let count = args::array_length(js, input_ids, "inputIds")?;
-        for i in 0..count {
-            let id = args::tensor_id(js, js.element(input_ids, i)?, "inputIds[i]")?;
-            let entry = state
-                .tensors
-                .get(id)
-                .map_err(|e| e.context(&format!("{label} input {i}")))?;
-            op.add_input(&entry.handle, status)
-                .map_err(|e| e.context(label))?;
-        }
-        op.execute(outputs, room as usize, status)
-            .map_err(|e| e.context(label))
-    });
-    state.ops.give_back(name, checked_out, status);
-    prepared?;
+    let count = args::array_length(js, input_ids, "inputIds")?;
+    let ids = (0..count)
+        .map(|i| args::tensor_id(js, js.element(input_ids, i)?, &format!("inputIds[{i}]")));
+    run(state, name, Attrs::FromJs(js, attrs), ids, room)?;
 
+    let outputs = std::mem::take(&mut state.scratch.outputs);
     let result = js.array(outputs.len())?;
-    for (i, handle) in outputs.drain(..).enumerate() {
+    let mut dims = Vec::new();
+    for (i, handle) in outputs.into_iter().enumerate() {
         dims.clear();
-        handle.dims_into(dims, status)?;
-        let (dtype_name, bytes) = match handle.dtype() {
-            Ok(dtype) => {
-                let elements = args::element_count(dims, "output shape").unwrap_or(0) as u64;
-                (
-                    dtype.name.to_string(),
-                    elements * dtype.element_bytes().unwrap_or(0) as u64,
-                )
-            }
-            Err(code) => (format!("tf_dtype_{code}"), 0),
-        };
-        let id = state.tensors.insert(handle, bytes);
+        handle.dims_into(&mut dims, &state.status)?;
+        let (id, dtype) = adopt_output(state, handle, &dims);
+        let dtype_name = dtype.map_or("unknown", |index| DTYPES[index].name);
         let shape = js.array(dims.len())?;
         for (d, &dim) in dims.iter().enumerate() {
             js.set_element(shape, d as u32, js.number_value(dim as f64)?)?;
@@ -121,8 +143,130 @@ fn execute(
         let info = js.object()?;
         js.set_property(info, c"id", js.number_value(id as f64)?)?;
         js.set_property(info, c"shape", shape)?;
-        js.set_property(info, c"dtype", js.string_value(&dtype_name)?)?;
+        js.set_property(info, c"dtype", js.string_value(dtype_name)?)?;
         js.set_element(result, i as u32, info)?;
     }
     Ok(result)
+}
+
+/// Reads and checks `attrs` for op `name` once; returns a handle for `runPreparedOp`.
+#[napi_derive::napi(js_name = "prepareOp")]
+pub fn prepare_op(env: Env, name: Unknown, attrs: Unknown) -> napi::Result<u32> {
+    js_call(&env, |js| {
+        let state = EnvState::get(js)?;
+        let mut buf = Vec::new();
+        let name = args::c_str(js, name.raw(), &mut buf, "op name")?.to_owned();
+        let label = name.to_string_lossy().into_owned();
+        let checked_out = state
+            .ops
+            .take(&state.context, &name, &state.status)
+            .map_err(|e| e.context(&label))?;
+        let read = attrs::read(js, &checked_out.op, &label, attrs.raw(), &state.status);
+        state.ops.give_back(&name, checked_out, &state.status);
+        state.prepared_ops.push(PreparedOp { name, attrs: read? });
+        Ok((state.prepared_ops.len() - 1) as u32)
+    })
+}
+
+/// Runs a prepared op. `io` holds the `numInputs` input ids on entry; on return it holds, for each
+/// output, `id, dtype index (into dtypeNames()), rank, dims...`. Returns the number of outputs.
+#[napi_derive::napi(js_name = "runPreparedOp")]
+pub fn run_prepared_op(
+    env: Env,
+    prepared: u32,
+    io: Unknown,
+    num_inputs: u32,
+    num_outputs: u32,
+) -> napi::Result<u32> {
+    js_call(&env, |js| {
+        let state = EnvState::get(js)?;
+        let mut view = js
+            .typed_array(io.raw())?
+            .ok_or_else(|| Error::Type("io must be a Float64Array".into()))?;
+        let io = view
+            .f64s_mut()
+            .ok_or_else(|| Error::Type("io must be an attached Float64Array".into()))?;
+        if num_inputs as usize > io.len() {
+            return Err(Error::Range(format!(
+                "io holds {} values, fewer than numInputs {num_inputs}",
+                io.len()
+            )));
+        }
+        let plans = std::mem::take(&mut state.prepared_ops);
+        let ran = match plans.get(prepared as usize) {
+            Some(plan) => {
+                let ids = io[..num_inputs as usize].iter().map(|&id| {
+                    if id >= 0.0 && id.fract() == 0.0 {
+                        Ok(id as u64)
+                    } else {
+                        Err(Error::Range(format!(
+                            "io holds {id}, which is not a tensor id"
+                        )))
+                    }
+                });
+                run(
+                    state,
+                    &plan.name,
+                    Attrs::Prepared(&plan.attrs),
+                    ids,
+                    num_outputs as i64,
+                )
+            }
+            None => Err(Error::Invalid(format!(
+                "prepared op {prepared} does not exist"
+            ))),
+        };
+        state.prepared_ops = plans;
+        ran?;
+        write_outputs(state, io)
+    })
+}
+
+/// Writes each output's id, dtype index and shape into `io`. Outputs that do not fit are
+/// dropped (and so freed) with an error, never registered under ids the caller cannot see.
+fn write_outputs(state: &mut EnvState, io: &mut [f64]) -> Result<u32> {
+    let outputs = std::mem::take(&mut state.scratch.outputs);
+    let count = outputs.len() as u32;
+    let mut dims = std::mem::take(&mut state.scratch.dims);
+    let mut at = 0;
+    let mut adopted = Vec::with_capacity(outputs.len());
+    let mut result = Ok(count);
+    for handle in outputs {
+        dims.clear();
+        if let Err(err) = handle.dims_into(&mut dims, &state.status) {
+            result = Err(err);
+            break;
+        }
+        let needed = at + 3 + dims.len();
+        if needed > io.len() {
+            result = Err(Error::Range(format!(
+                "io holds {} values, too few for the outputs",
+                io.len()
+            )));
+            break;
+        }
+        let (id, dtype) = adopt_output(state, handle, &dims);
+        adopted.push(id);
+        io[at] = id as f64;
+        io[at + 1] = dtype.map_or(-1.0, |index| index as f64);
+        io[at + 2] = dims.len() as f64;
+        for (slot, &dim) in io[at + 3..needed].iter_mut().zip(dims.iter()) {
+            *slot = dim as f64;
+        }
+        at = needed;
+    }
+    state.scratch.dims = dims;
+    if result.is_err() {
+        // The call throws, so the caller never learns these ids: free them now.
+        for id in adopted {
+            let _ = state.tensors.remove(id);
+        }
+    }
+    result
+}
+
+/// Dtype names in the order `runPreparedOp` reports dtype indices.
+#[napi_derive::napi(js_name = "dtypeNames")]
+pub fn dtype_names() -> Vec<&'static str> {
+    DTYPES.iter().map(|d| d.name).collect()
 }

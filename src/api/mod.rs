@@ -4,7 +4,10 @@ mod args;
 mod attrs;
 mod execute;
 mod info;
+mod saved_model;
 mod tensors;
+
+pub use execute::PreparedOp;
 
 use napi::bindgen_prelude::Env;
 

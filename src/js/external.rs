@@ -47,7 +47,8 @@ pub fn from_aligned(js: Js, buf: AlignedBuf) -> Result<Value> {
 }
 
 /// An ArrayBuffer over a TF tensor's buffer; the tensor (one reference to the buffer) lives as
-/// long as the ArrayBuffer does.
+/// long as the ArrayBuffer does. Unlike `from_aligned`, this allocates nothing, so V8 is not told
+/// of the memory: reporting the same TF buffer on every read made V8 collect on every large read.
 pub fn from_tensor(js: Js, tensor: Tensor) -> Result<Value> {
     let (data, len) = tensor.bytes();
     let owner = tensor.leak();
@@ -69,7 +70,6 @@ pub fn from_tensor(js: Js, tensor: Tensor) -> Result<Value> {
         return Err(err);
     }
     LIVE.fetch_add(1, Ordering::Relaxed);
-    adjust_external_memory(js.raw_env(), len as i64);
     Ok(out)
 }
 
@@ -80,13 +80,10 @@ unsafe extern "C" fn free_aligned(env: sys::napi_env, data: *mut c_void, hint: *
     LIVE.fetch_sub(1, Ordering::Relaxed);
 }
 
-unsafe extern "C" fn release_tensor(env: sys::napi_env, _data: *mut c_void, hint: *mut c_void) {
+unsafe extern "C" fn release_tensor(_env: sys::napi_env, _data: *mut c_void, hint: *mut c_void) {
     // SAFETY: hint is the tensor leaked in `from_tensor`; V8 finalizes once. Dropping it may run a
     // TF deallocator, which routes any JS release through the env's release queue.
-    let tensor = unsafe { Tensor::from_leaked(hint) };
-    let len = tensor.as_ref().map_or(0, |t| t.bytes().1);
-    drop(tensor);
-    adjust_external_memory(env, -(len as i64));
+    drop(unsafe { Tensor::from_leaked(hint) });
     LIVE.fetch_sub(1, Ordering::Relaxed);
 }
 

@@ -457,6 +457,16 @@ unsafe extern "C" fn shut_down_slot<T: EnvData>(arg: *mut c_void) {
 }
 
 impl TypedArrayView {
+    /// The elements of an attached Float64Array, writable; `None` for any other array.
+    pub fn f64s_mut(&mut self) -> Option<&mut [f64]> {
+        if self.kind != Some(ArrayKind::Float64) || self.detached || self.data.is_null() {
+            return None;
+        }
+        // SAFETY: N-API reported `length` f64 elements at data (typed arrays are element-aligned),
+        // in a live attached buffer that this view borrows mutably for the running call.
+        Some(unsafe { std::slice::from_raw_parts_mut(self.data.cast::<f64>(), self.length) })
+    }
+
     /// The array's bytes, borrowed for as long as the JS call that produced the view.
     pub fn bytes(&self) -> &[u8] {
         if self.byte_length == 0 || self.data.is_null() {

@@ -6,5 +6,6 @@ pub mod dtype;
 mod extern_decls;
 pub mod handle;
 pub mod op;
+pub mod session;
 pub mod status;
 pub mod tensor;

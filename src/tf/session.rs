@@ -1,0 +1,213 @@
+//! `TF_Session` over a SavedModel's graph: loading with `TF_LoadSessionFromSavedModel`, looking
+//! up graph tensors by name, and `TF_SessionRun`.
+
+use std::ffi::{CStr, CString};
+use std::os::raw::{c_char, c_int};
+use std::ptr::{self, NonNull};
+
+use tensorflow_sys as sys;
+
+use super::status::Status;
+use super::tensor::Tensor;
+use crate::error::{Error, Result};
+
+#[allow(clashing_extern_declarations)]
+extern "C" {
+    /// Declared with `int` instead of the `TF_DataType` enum: a graph may hold dtypes (float8,
+    /// int4, quantized) that the Rust enum lacks, and reading those into it would be undefined
+    /// behaviour.
+    #[link_name = "TF_OperationOutputType"]
+    fn TF_OperationOutputTypeCode(oper_out: sys::TF_Output) -> c_int;
+}
+
+struct Graph(NonNull<sys::TF_Graph>);
+
+impl Graph {
+    fn new() -> Result<Graph> {
+        // SAFETY: TF_NewGraph has no preconditions.
+        let raw = unsafe { sys::TF_NewGraph() };
+        NonNull::new(raw)
+            .map(Graph)
+            .ok_or_else(|| Error::Invalid("TF_NewGraph returned no graph".into()))
+    }
+
+    fn raw(&self) -> *mut sys::TF_Graph {
+        self.0.as_ptr()
+    }
+}
+
+impl Drop for Graph {
+    fn drop(&mut self) {
+        // SAFETY: the graph came from TF_NewGraph and is deleted once, after its session.
+        unsafe { sys::TF_DeleteGraph(self.raw()) }
+    }
+}
+
+/// A session over a loaded SavedModel meta graph. Fields drop in order: the session before the
+/// graph it runs.
+pub struct Session {
+    raw: NonNull<sys::TF_Session>,
+    graph: Graph,
+}
+
+/// One output of a graph operation (`op:index`), borrowed from its session's graph.
+#[derive(Clone, Copy)]
+pub struct Port<'a> {
+    output: sys::TF_Output,
+    _session: std::marker::PhantomData<&'a Session>,
+}
+
+impl Session {
+    /// Loads the meta graph tagged with exactly `tags` from the SavedModel in `export_dir` and
+    /// restores its variables.
+    pub fn load_saved_model(
+        export_dir: &CStr,
+        tags: &[CString],
+        status: &Status,
+    ) -> Result<Session> {
+        let graph = Graph::new()?;
+        let tag_ptrs: Vec<*const c_char> = tags.iter().map(|t| t.as_ptr()).collect();
+        let ntags = c_int::try_from(tag_ptrs.len())
+            .map_err(|_| Error::Range("too many SavedModel tags".into()))?;
+        // SAFETY: the options are created, used once and deleted here (the session copies them);
+        // export_dir and the tag strings outlive the call; the graph is live and receives the
+        // model; null run options and meta graph buffer are allowed by the C API.
+        let raw = unsafe {
+            let options = sys::TF_NewSessionOptions();
+            let raw = sys::TF_LoadSessionFromSavedModel(
+                options,
+                ptr::null(),
+                export_dir.as_ptr(),
+                tag_ptrs.as_ptr(),
+                ntags,
+                graph.raw(),
+                ptr::null_mut(),
+                status.raw(),
+            );
+            sys::TF_DeleteSessionOptions(options);
+            raw
+        };
+        if let Err(err) = status.check() {
+            if !raw.is_null() {
+                // SAFETY: a session returned alongside an error is still owned by us; close and
+                // delete it once.
+                unsafe { close_and_delete(raw) };
+            }
+            return Err(err);
+        }
+        let raw = NonNull::new(raw).ok_or_else(|| {
+            Error::Invalid("TF_LoadSessionFromSavedModel returned no session".into())
+        })?;
+        Ok(Session { raw, graph })
+    }
+
+    /// The output `index` of the operation `op_name`, or `None` when the graph has no such
+    /// operation or the operation has fewer outputs.
+    pub fn port(&self, op_name: &CStr, index: i32) -> Option<Port<'_>> {
+        // SAFETY: the graph is live; the name is a NUL-terminated string read during the call.
+        let oper = unsafe { sys::TF_GraphOperationByName(self.graph.raw(), op_name.as_ptr()) };
+        if oper.is_null() || index < 0 {
+            return None;
+        }
+        // SAFETY: oper is an operation of this live graph.
+        let outputs = unsafe { sys::TF_OperationNumOutputs(oper) };
+        if index >= outputs {
+            return None;
+        }
+        Some(Port {
+            output: sys::TF_Output { oper, index },
+            _session: std::marker::PhantomData,
+        })
+    }
+
+    /// The dtype code TF declares for the port.
+    pub fn port_dtype(&self, port: Port<'_>) -> i32 {
+        // SAFETY: the port's operation belongs to this live graph and its index is in range.
+        unsafe { TF_OperationOutputTypeCode(port.output) }
+    }
+
+    /// The port's static shape as the graph knows it: `None` for unknown rank, `-1` for unknown
+    /// dims.
+    pub fn port_shape(&self, port: Port<'_>, status: &Status) -> Result<Option<Vec<i64>>> {
+        // SAFETY: the graph and port are live; dims has room for the rank TF reported.
+        unsafe {
+            let rank = sys::TF_GraphGetTensorNumDims(self.graph.raw(), port.output, status.raw());
+            status.check()?;
+            if rank < 0 {
+                return Ok(None);
+            }
+            let mut dims = vec![0i64; rank as usize];
+            sys::TF_GraphGetTensorShape(
+                self.graph.raw(),
+                port.output,
+                dims.as_mut_ptr(),
+                rank,
+                status.raw(),
+            );
+            status.check()?;
+            Ok(Some(dims))
+        }
+    }
+
+    /// Feeds `inputs` and fetches `outputs`, returning one tensor per output.
+    pub fn run(
+        &self,
+        inputs: &[(Port<'_>, &Tensor)],
+        outputs: &[Port<'_>],
+        status: &Status,
+    ) -> Result<Vec<Tensor>> {
+        let feeds: Vec<sys::TF_Output> = inputs.iter().map(|(p, _)| p.output).collect();
+        let values: Vec<*mut sys::TF_Tensor> = inputs.iter().map(|(_, t)| t.raw()).collect();
+        let fetches: Vec<sys::TF_Output> = outputs.iter().map(|p| p.output).collect();
+        let mut results: Vec<*mut sys::TF_Tensor> = vec![ptr::null_mut(); fetches.len()];
+        let ninputs = c_int::try_from(feeds.len())
+            .map_err(|_| Error::Range("too many SavedModel inputs".into()))?;
+        let noutputs = c_int::try_from(fetches.len())
+            .map_err(|_| Error::Range("too many SavedModel outputs".into()))?;
+        // SAFETY: the session and every port's graph are live; the feed, value, fetch and result
+        // arrays have the lengths passed and outlive the call; TF only reads the input tensors
+        // (it takes its own references) and writes one new tensor per fetch on success.
+        unsafe {
+            sys::TF_SessionRun(
+                self.raw.as_ptr(),
+                ptr::null(),
+                feeds.as_ptr(),
+                values.as_ptr(),
+                ninputs,
+                fetches.as_ptr(),
+                results.as_mut_ptr(),
+                noutputs,
+                ptr::null(),
+                0,
+                ptr::null_mut(),
+                status.raw(),
+            );
+        }
+        // Adopt whatever TF produced first, so nothing leaks when it also reported an error.
+        let adopted: Vec<Option<Tensor>> = results.into_iter().map(Tensor::adopt).collect();
+        status.check()?;
+        adopted
+            .into_iter()
+            .map(|t| t.ok_or_else(|| Error::Invalid("TF_SessionRun returned no tensor".into())))
+            .collect()
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        // SAFETY: this Session owns the TF_Session; it is closed and deleted once, before the
+        // graph (the next field) is deleted.
+        unsafe { close_and_delete(self.raw.as_ptr()) }
+    }
+}
+
+/// # Safety
+/// `raw` must be a live session owned by the caller; it is freed here.
+unsafe fn close_and_delete(raw: *mut sys::TF_Session) {
+    let status = Status::new();
+    // SAFETY: per the contract, raw is live and freed once; errors on close are not actionable.
+    unsafe {
+        sys::TF_CloseSession(raw, status.raw());
+        sys::TF_DeleteSession(raw, status.raw());
+    }
+}
