@@ -1,5 +1,24 @@
 fn main() {
     napi_build::setup();
+    // tensorflow-sys links libtensorflow_cc, but the TF_Status/TF_DataType functions live in
+    // libtensorflow_framework: a shared library may leave them to the loader, an executable
+    // (the unit tests) must name it.
+    println!("cargo:rustc-link-lib=dylib:+verbatim=libtensorflow_framework.so.2");
+    // `cargo test` runs executables without the addon's $ORIGIN rpath; cargo puts link search
+    // paths inside the target dir on the loader path, so point one at deps/lib.
+    if let (Ok(out), Ok(manifest)) = (
+        std::env::var("OUT_DIR"),
+        std::env::var("CARGO_MANIFEST_DIR"),
+    ) {
+        let link = std::path::Path::new(&out).join("libtensorflow");
+        let _ = std::fs::remove_file(&link);
+        if std::os::unix::fs::symlink(std::path::Path::new(&manifest).join("deps/lib"), &link)
+            .is_ok()
+        {
+            println!("cargo:rustc-link-search=native={}", link.display());
+        }
+    }
+    println!("cargo:rerun-if-changed=build.rs");
     // libtensorflow is found at run time next to the addon, wherever npm put it:
     // - a development checkout: <repo>/deps/lib beside <repo>/tfjs-node-rs.*.node;
     // - a per-platform package: node_modules/tfjs-node-rs-<platform>/ beside node_modules/tfjs-node-rs/deps/lib

@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 pub const TF_ALIGNMENT: usize = 64;
 
 pub fn is_tf_aligned(ptr: *const u8) -> bool {
-    (ptr as usize) % TF_ALIGNMENT == 0
+    (ptr as usize).is_multiple_of(TF_ALIGNMENT)
 }
 
 /// A zero-filled, 64-byte-aligned allocation. Zero-length requests still own a real block,
