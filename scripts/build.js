@@ -115,6 +115,6 @@ async function main() {
   }
 }
 
-module.exports = { build, isDevCheckout, napiCli, reportError };
+module.exports = { build, buildEnv, isDevCheckout, napiCli, reportError };
 
 if (require.main === module) main();

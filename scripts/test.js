@@ -8,7 +8,7 @@
 const fs = require('fs');
 const path = require('path');
 const { spawnSync } = require('child_process');
-const { build, isDevCheckout, napiCli, reportError } = require('./build');
+const { build, buildEnv, isDevCheckout, napiCli, reportError } = require('./build');
 
 const root = path.resolve(__dirname, '..');
 const testDir = path.join(root, '__test__');
@@ -27,8 +27,15 @@ function testFiles() {
     .map((name) => path.join('__test__', name));
 }
 
-// Each step: name, the command (node arguments), and when it applies.
+// Each step: name, the command (node arguments, or `command` for another program), and when
+// it applies.
 const steps = [
+  {
+    name: 'Rust unit tests (cargo test)',
+    command: 'cargo',
+    args: () => ['test', '--release', '--lib', '--quiet'],
+    when: () => process.argv.length <= 2 && isDevCheckout(root) && hasCargo(),
+  },
   {
     name: 'unit tests (node --test)',
     args: () => ['--expose-gc', '--test', ...testFiles()],
@@ -40,6 +47,11 @@ const steps = [
     when: () => process.argv.length <= 2 && fs.existsSync(path.join(testDir, 'conformance', 'run.js')),
   },
 ];
+
+function hasCargo() {
+  const found = spawnSync('cargo', ['--version'], { env: buildEnv(root, process.env), stdio: 'ignore' });
+  return found.status === 0;
+}
 
 // The .node file the generated binding.js loads on this machine.
 function addonFile() {
@@ -99,7 +111,7 @@ async function main() {
   for (const step of steps) {
     if (step.when && !step.when()) continue;
     log(`test step: ${step.name}`);
-    const res = spawnSync(process.execPath, step.args(), { cwd: root, stdio: 'inherit' });
+    const res = spawnSync(step.command || process.execPath, step.args(), { cwd: root, stdio: 'inherit', env: buildEnv(root, process.env) });
     if (res.error) throw res.error;
     if (res.status !== 0) {
       log(`test step failed: ${step.name} (${res.signal ? `signal ${res.signal}` : `exit code ${res.status}`})`);

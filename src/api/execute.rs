@@ -86,7 +86,11 @@ fn adopt_output(state: &mut EnvState, handle: TensorHandle, dims: &[i64]) -> (u6
 }
 
 /// `executeOp(name, attrs, inputIds, numOutputs)` → `[{id, shape, dtype}]`.
-#[napi_derive::napi(js_name = "executeOp")]
+#[napi_derive::napi(
+    js_name = "executeOp",
+    ts_args_type = "name: string, attrs: OpAttr[] | null | undefined, inputIds: number[], numOutputs: number",
+    ts_return_type = "TensorInfo[]"
+)]
 pub fn execute_op(
     env: Env,
     name: Unknown,
@@ -150,7 +154,10 @@ fn execute(
 }
 
 /// Reads and checks `attrs` for op `name` once; returns a handle for `runPreparedOp`.
-#[napi_derive::napi(js_name = "prepareOp")]
+#[napi_derive::napi(
+    js_name = "prepareOp",
+    ts_args_type = "name: string, attrs: OpAttr[] | null | undefined"
+)]
 pub fn prepare_op(env: Env, name: Unknown, attrs: Unknown) -> napi::Result<u32> {
     js_call(&env, |js| {
         let state = EnvState::get(js)?;
@@ -170,7 +177,10 @@ pub fn prepare_op(env: Env, name: Unknown, attrs: Unknown) -> napi::Result<u32> 
 
 /// Runs a prepared op. `io` holds the `numInputs` input ids on entry; on return it holds, for each
 /// output, `id, dtype index (into dtypeNames()), rank, dims...`. Returns the number of outputs.
-#[napi_derive::napi(js_name = "runPreparedOp")]
+#[napi_derive::napi(
+    js_name = "runPreparedOp",
+    ts_args_type = "prepared: number, io: Float64Array, numInputs: number, numOutputs: number"
+)]
 pub fn run_prepared_op(
     env: Env,
     prepared: u32,

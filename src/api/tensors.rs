@@ -15,7 +15,10 @@ use crate::tf::tensor::Tensor;
 
 /// Makes a tensor from `data` (a typed array matching `dtype`, or an array of `Uint8Array` for
 /// strings) and returns its id.
-#[napi_derive::napi(js_name = "createTensor")]
+#[napi_derive::napi(
+    js_name = "createTensor",
+    ts_args_type = "shape: number[], dtype: DType, data: TypedArray | Uint8Array[]"
+)]
 pub fn create_tensor(env: Env, shape: Unknown, dtype: Unknown, data: Unknown) -> napi::Result<f64> {
     js_call(&env, |js| {
         let state = EnvState::get(js)?;
@@ -106,7 +109,10 @@ fn string_tensor(js: Js, dims: &[i64], count: usize, data: Value) -> Result<Tens
 
 /// A zero-filled typed array of `length` elements of `dtype` on 64-byte-aligned memory: data
 /// written into it becomes a tensor without a copy.
-#[napi_derive::napi]
+#[napi_derive::napi(
+    ts_args_type = "dtype: NumericDType, length: number",
+    ts_return_type = "TypedArray"
+)]
 pub fn alloc(env: Env, dtype: Unknown, length: Unknown) -> napi::Result<Unknown<'static>> {
     js_call(&env, |js| {
         let state = EnvState::get(js)?;
@@ -128,7 +134,11 @@ pub fn alloc(env: Env, dtype: Unknown, length: Unknown) -> napi::Result<Unknown<
 }
 
 /// The tensor's values: a typed array sharing TF's buffer, or `Uint8Array[]` for strings.
-#[napi_derive::napi(js_name = "tensorDataSync")]
+#[napi_derive::napi(
+    js_name = "tensorDataSync",
+    ts_args_type = "id: number",
+    ts_return_type = "TypedArray | Uint8Array[]"
+)]
 pub fn tensor_data_sync(env: Env, id: Unknown) -> napi::Result<Unknown<'static>> {
     js_call(&env, |js| {
         let state = EnvState::get(js)?;
@@ -168,7 +178,7 @@ fn readable_dtype(handle: &TensorHandle) -> Result<DType> {
     })
 }
 
-#[napi_derive::napi(js_name = "deleteTensor")]
+#[napi_derive::napi(js_name = "deleteTensor", ts_args_type = "id: number")]
 pub fn delete_tensor(env: Env, id: Unknown) -> napi::Result<()> {
     js_call(&env, |js| {
         let state = EnvState::get(js)?;
@@ -179,7 +189,7 @@ pub fn delete_tensor(env: Env, id: Unknown) -> napi::Result<()> {
 
 /// Deletes the tensor so that its buffer is freed on a native thread other than the JS thread,
 /// as TF's own threads may do. Exists to exercise the release queue; see `stats().pendingReleases`.
-#[napi_derive::napi(js_name = "dropTensorOnNativeThread")]
+#[napi_derive::napi(js_name = "dropTensorOnNativeThread", ts_args_type = "id: number")]
 pub fn drop_tensor_on_native_thread(env: Env, id: Unknown) -> napi::Result<()> {
     js_call(&env, |js| {
         let state = EnvState::get(js)?;
