@@ -57,6 +57,17 @@ const cases = [
   ['MatMul of mismatched inner dims', () => binding.executeOp('MatMul', [T('float32')], [binding.createTensor([2, 3], 'float32', new Float32Array(6)), binding.createTensor([2, 3], 'float32', new Float32Array(6))], 1), Error, 'INVALID_ARGUMENT', /MatMul: /],
   ['a deleted tensor as input', () => binding.executeOp('Neg', [T('float32')], [deleted], 1), Error, 'ERR_INVALID_ARG_VALUE', /Neg input 0: tensor id \d+ is unknown or was deleted/],
   ['numOutputs below what the op makes', () => binding.executeOp('Split', [T('float32'), { name: 'num_split', type: 'int', value: 2 }], [binding.createTensor([], 'int32', new Int32Array([0])), f32([1, 2])], 1), Error, 'INVALID_ARGUMENT', /Split: /],
+  ['N attr that disagrees with the inputs', () => binding.executeOp('ConcatV2', [T('float32'), { name: 'N', type: 'int', value: 3 }, { name: 'Tidx', type: 'type', value: 'int32' }], [f32([1]), f32([2]), binding.createTensor([], 'int32', new Int32Array([0]))], 1), Error, 'INVALID_ARGUMENT', /ConcatV2: .*do not match 3 inputs/],
+  ['required attrs missing', () => binding.executeOp('Conv2D', [T('float32')], [f32([1]), f32([1])], 1), Error, 'INVALID_ARGUMENT', /Conv2D: NodeDef missing attrs/],
+  ['a negative list length attr', () => binding.executeOp('AddN', [T('float32'), { name: 'N', type: 'int', value: -1 }], [], 1), Error, 'INVALID_ARGUMENT', /AddN: /],
+  ['a shape attr of rank > 254', () => binding.executeOp('EnsureShape', [T('float32'), { name: 'shape', type: 'shape', value: new Array(300).fill(1) }], [f32([1])], 1), Error, 'INVALID_ARGUMENT', /over the limit of 254/],
+  ['an op output too large to exist', () => binding.executeOp('Fill', [T('float32'), { name: 'index_type', type: 'type', value: 'int32' }], [binding.createTensor([3], 'int32', new Int32Array([1e9, 1e9, 1e9])), binding.createTensor([], 'float32', new Float32Array([1]))], 1), Error, 'INVALID_ARGUMENT', /Fill: .*2\*\*63/],
+  ['an int attr beyond int32 where TF wants int32', () => binding.executeOp('OneHot', [T('float32'), { name: 'axis', type: 'int', value: 2 ** 40 }, { name: 'TI', type: 'type', value: 'int32' }], [binding.createTensor([1], 'int32', new Int32Array([0])), binding.createTensor([], 'int32', new Int32Array([3])), f32([1]), f32([0])], 1), Error, 'INVALID_ARGUMENT', /out of range for an int32/],
+  ['reading a resource handle', () => binding.tensorDataSync(binding.executeOp('VarHandleOp', [{ name: 'dtype', type: 'type', value: 'float32' }, { name: 'shape', type: 'shape', value: [1] }, { name: 'container', type: 'string', value: '' }, { name: 'shared_name', type: 'string', value: 'v' }], [], 1)[0].id), TypeError, 'ERR_INVALID_ARG_TYPE', /resource tensor holds no readable data/],
+  ['a prepared op that does not exist', () => binding.runPreparedOp(99999, new Float64Array(4), 0, 1), Error, 'ERR_INVALID_ARG_VALUE', /prepared op 99999 does not exist/],
+  ['a prepared op without a Float64Array', () => binding.runPreparedOp(binding.prepareOp('Neg', [T('float32')]), [1], 1, 1), TypeError, 'ERR_INVALID_ARG_TYPE', /io must be a Float64Array/],
+  ['an io array too small for the outputs', () => binding.runPreparedOp(binding.prepareOp('Neg', [T('float32')]), new Float64Array([binding.createTensor([2, 2], 'float32', new Float32Array(4))]), 1, 1), RangeError, 'ERR_OUT_OF_RANGE', /too few for the outputs/],
+  ['prepareOp with an attr of the wrong type', () => binding.prepareOp('AddV2', [{ name: 'T', type: 'bool', value: true }]), TypeError, 'ERR_INVALID_ARG_TYPE', /declared as type, given bool/],
   ['numOutputs out of range', () => binding.executeOp('Neg', [T('float32')], [f32([1])], -1), RangeError, 'ERR_OUT_OF_RANGE', /numOutputs must be in/],
 ];
 
@@ -75,4 +86,13 @@ test(`bad input: ${cases.length} cases, each with its error`, () => {
 test('the binding keeps working after every error', () => {
   const [out] = binding.executeOp('AddV2', [T('float32')], [f32([1]), f32([2])], 1);
   assert.deepEqual(Array.from(binding.tensorDataSync(out.id)), [3]);
+});
+
+test('an io array too small frees the outputs it could not report', () => {
+  const before = binding.stats().liveTensors;
+  const input = binding.createTensor([2, 2], 'float32', new Float32Array(4));
+  const neg = binding.prepareOp('Neg', [T('float32')]);
+  assert.throws(() => binding.runPreparedOp(neg, new Float64Array([input]), 1, 1), RangeError);
+  binding.deleteTensor(input);
+  assert.equal(binding.stats().liveTensors, before);
 });

@@ -180,3 +180,28 @@ test('attr types can also be given as tfjs-node TF_ATTR_* numbers', () => {
   const [out] = run('AddV2', [{ name: 'T', type: 4, value: 'int32' }], [a, a]);
   assert.deepEqual(read(out), [4]);
 });
+
+test('prepared ops: attrs read once, ids and shapes through a Float64Array', () => {
+  const names = binding.dtypeNames();
+  const io = new Float64Array(32);
+  const add = binding.prepareOp('AddV2', [T('int32')]);
+  const a = tensor([2, 2], 'int32', new Int32Array([1, 2, 3, 4]));
+  for (let i = 0; i < 3; i++) {
+    io[0] = a;
+    io[1] = a;
+    assert.equal(binding.runPreparedOp(add, io, 2, 1), 1);
+    const [id, dtype, rank] = io;
+    assert.equal(names[dtype], 'int32');
+    assert.equal(rank, 2);
+    assert.deepEqual([io[3], io[4]], [2, 2]);
+    assert.deepEqual(Array.from(binding.tensorDataSync(id)), [2, 4, 6, 8]);
+    binding.deleteTensor(id);
+  }
+  // Several outputs are laid out one after the other: id, dtype, rank, dims...
+  const split = binding.prepareOp('Split', [T('float32'), { name: 'num_split', type: 'int', value: 2 }]);
+  io[0] = tensor([], 'int32', new Int32Array([0]));
+  io[1] = tensor([4, 1], 'float32', new Float32Array([1, 2, 3, 4]));
+  assert.equal(binding.runPreparedOp(split, io, 2, 2), 2);
+  assert.deepEqual(Array.from(io.subarray(0, 10)).map((v, i) => (i === 0 || i === 5 ? 'id' : v)), ['id', 0, 2, 2, 1, 'id', 0, 2, 2, 1]);
+  assert.deepEqual(Array.from(binding.tensorDataSync(io[5])), [3, 4]);
+});
