@@ -23,25 +23,11 @@ pub fn live_count() -> usize {
 /// An ArrayBuffer that owns `buf` and frees it when collected.
 pub fn from_aligned(js: Js, buf: AlignedBuf) -> Result<Value> {
     let (data, len) = buf.into_raw();
-    let mut out = ptr::null_mut();
-    // SAFETY: data holds len bytes owned by the new ArrayBuffer; free_aligned reclaims them once,
-    // with the length carried in the hint.
-    let status = unsafe {
-        sys::napi_create_external_arraybuffer(
-            js.raw_env(),
-            data.cast(),
-            len,
-            Some(free_aligned),
-            len as *mut c_void,
-            &mut out,
-        )
-    };
-    if let Err(err) = js.check(status) {
+    // The hint carries the length free_aligned needs to rebuild the allocation.
+    let out = external(js, data, len, free_aligned, len as *mut c_void).inspect_err(|_| {
         // SAFETY: N-API did not take the buffer, so it is still ours to free.
         drop(unsafe { AlignedBuf::from_raw(data, len) });
-        return Err(err);
-    }
-    LIVE.fetch_add(1, Ordering::Relaxed);
+    })?;
     adjust_external_memory(js.raw_env(), len as i64);
     Ok(out)
 }
@@ -52,23 +38,36 @@ pub fn from_aligned(js: Js, buf: AlignedBuf) -> Result<Value> {
 pub fn from_tensor(js: Js, tensor: Tensor) -> Result<Value> {
     let (data, len) = tensor.bytes();
     let owner = tensor.leak();
+    external(js, data, len, release_tensor, owner).inspect_err(|_| {
+        // SAFETY: N-API did not take the tensor, so it is still ours to release.
+        drop(unsafe { Tensor::from_leaked(owner) });
+    })
+}
+
+type Finalizer = unsafe extern "C" fn(sys::napi_env, *mut c_void, *mut c_void);
+
+/// An external ArrayBuffer over `len` bytes at `data`; `finalize(hint)` runs once when it is
+/// collected. On error the caller still owns what `hint` stands for.
+fn external(
+    js: Js,
+    data: *mut u8,
+    len: usize,
+    finalize: Finalizer,
+    hint: *mut c_void,
+) -> Result<Value> {
     let mut out = ptr::null_mut();
-    // SAFETY: the buffer stays valid while `owner` holds its reference; release_tensor drops it once.
+    // SAFETY: the caller keeps data valid until `finalize` runs; N-API calls it at most once.
     let status = unsafe {
         sys::napi_create_external_arraybuffer(
             js.raw_env(),
             data.cast(),
             len,
-            Some(release_tensor),
-            owner,
+            Some(finalize),
+            hint,
             &mut out,
         )
     };
-    if let Err(err) = js.check(status) {
-        // SAFETY: N-API did not take the tensor, so it is still ours to release.
-        drop(unsafe { Tensor::from_leaked(owner) });
-        return Err(err);
-    }
+    js.check(status)?;
     LIVE.fetch_add(1, Ordering::Relaxed);
     Ok(out)
 }

@@ -93,17 +93,17 @@ const fn numeric(
     }
 }
 
+const fn other(tf: sys::TF_DataType, name: &'static str, layout: Layout) -> DType {
+    DType { tf, name, layout }
+}
+
 /// Every dtype the binding knows; `bool` and the 16-bit floats are carried as raw bytes/bits.
 pub const DTYPES: &[DType] = &[
     numeric(sys::TF_FLOAT, "float32", ArrayKind::Float32, 1),
     numeric(sys::TF_INT32, "int32", ArrayKind::Int32, 1),
     numeric(sys::TF_BOOL, "bool", ArrayKind::Uint8, 1),
     numeric(sys::TF_COMPLEX64, "complex64", ArrayKind::Float32, 2),
-    DType {
-        tf: sys::TF_STRING,
-        name: "string",
-        layout: Layout::Strings,
-    },
+    other(sys::TF_STRING, "string", Layout::Strings),
     numeric(sys::TF_UINT8, "uint8", ArrayKind::Uint8, 1),
     numeric(sys::TF_INT64, "int64", ArrayKind::BigInt64, 1),
     numeric(sys::TF_DOUBLE, "float64", ArrayKind::Float64, 1),
@@ -115,16 +115,8 @@ pub const DTYPES: &[DType] = &[
     numeric(sys::TF_HALF, "float16", ArrayKind::Uint16, 1),
     numeric(sys::TF_BFLOAT16, "bfloat16", ArrayKind::Uint16, 1),
     numeric(sys::TF_COMPLEX128, "complex128", ArrayKind::Float64, 2),
-    DType {
-        tf: sys::TF_RESOURCE,
-        name: "resource",
-        layout: Layout::Opaque,
-    },
-    DType {
-        tf: sys::TF_VARIANT,
-        name: "variant",
-        layout: Layout::Opaque,
-    },
+    other(sys::TF_RESOURCE, "resource", Layout::Opaque),
+    other(sys::TF_VARIANT, "variant", Layout::Opaque),
 ];
 
 impl DType {

@@ -198,52 +198,33 @@ mod tests {
         DType::from_name("float32").unwrap()
     }
 
-    #[test]
-    fn aligned_memory_is_shared_and_released_once() {
-        let buf = AlignedBuf::zeroed(16).unwrap();
+    /// Lends 16 bytes at `offset` into a fresh buffer; returns whether TF shared them, and the
+    /// number of releases seen before and after the tensor is dropped.
+    fn lend_at(offset: usize) -> (bool, usize, usize) {
+        let buf = AlignedBuf::zeroed(32).unwrap();
         let releases = Arc::new(AtomicUsize::new(0));
         let counter = releases.clone();
-        // SAFETY: buf outlives the tensor (dropped below, before buf).
+        // SAFETY: buf outlives the tensor (dropped before buf); offset + 16 bytes lie inside it.
         let (tensor, shared) = unsafe {
-            Tensor::lend(
-                float32(),
-                &[4],
-                buf.ptr(),
-                16,
-                Box::new(move || {
-                    counter.fetch_add(1, Ordering::SeqCst);
-                }),
-            )
+            let release: Release = Box::new(move || {
+                counter.fetch_add(1, Ordering::SeqCst);
+            });
+            Tensor::lend(float32(), &[4], buf.ptr().add(offset), 16, release)
         }
         .unwrap();
-        assert!(shared);
-        assert_eq!(releases.load(Ordering::SeqCst), 0);
+        let before = releases.load(Ordering::SeqCst);
         drop(tensor);
-        assert_eq!(releases.load(Ordering::SeqCst), 1);
+        (shared, before, releases.load(Ordering::SeqCst))
+    }
+
+    #[test]
+    fn aligned_memory_is_shared_and_released_once() {
+        assert_eq!(lend_at(0), (true, 0, 1));
     }
 
     #[test]
     fn misaligned_memory_is_copied_and_released_at_once() {
-        let buf = AlignedBuf::zeroed(32).unwrap();
-        let releases = Arc::new(AtomicUsize::new(0));
-        let counter = releases.clone();
-        // SAFETY: buf outlives the tensor; 4 + 16 bytes lie inside it.
-        let (tensor, shared) = unsafe {
-            Tensor::lend(
-                float32(),
-                &[4],
-                buf.ptr().add(4),
-                16,
-                Box::new(move || {
-                    counter.fetch_add(1, Ordering::SeqCst);
-                }),
-            )
-        }
-        .unwrap();
-        assert!(!shared);
-        assert_eq!(releases.load(Ordering::SeqCst), 1);
-        drop(tensor);
-        assert_eq!(releases.load(Ordering::SeqCst), 1);
+        assert_eq!(lend_at(4), (false, 1, 1));
     }
 
     #[test]
