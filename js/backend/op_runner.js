@@ -1,0 +1,93 @@
+'use strict';
+// Runs TF ops through the binding's fast path: each distinct (op, attrs) pair is prepared once
+// (`prepareOp` reads and checks the attrs natively), and every later call passes only input ids
+// and receives output ids, dtypes and shapes through one Float64Array, so no JS objects cross
+// the boundary. Ops whose outputs could overflow that array, and attr combinations beyond the
+// cache's bound, take the plain `executeOp` path.
+
+/** Prepared (op, attrs) pairs kept per backend; beyond this, calls use executeOp. */
+const MAX_PREPARED = 4096;
+/** Doubles in the io array: input ids on the way in, `id, dtype, rank, dims...` per output out. */
+const IO_LENGTH = 8192;
+/** Room assumed per output when deciding whether the fast path fits (rank up to 8). */
+const OUTPUT_ROOM = 3 + 8;
+
+class OpRunner {
+  constructor(binding) {
+    this.binding = binding;
+    this.io = new Float64Array(IO_LENGTH);
+    this.dtypeNames = binding.dtypeNames();
+    /** attrs array -> Map(op name -> prepared id), for callers that reuse attrs arrays. */
+    this.byAttrsObject = new WeakMap();
+    /** `op|attrs` key -> prepared id. */
+    this.byKey = new Map();
+  }
+
+  /** Runs `opName` and returns its outputs as `[{id, shape, dtype}]`. Throws the binding's errors. */
+  run(opName, attrs, inputIds, numOutputs) {
+    const io = this.io;
+    const inputs = inputIds.length;
+    const prepared = inputs <= IO_LENGTH && numOutputs * OUTPUT_ROOM <= IO_LENGTH ?
+        this.prepared(opName, attrs) : -1;
+    if (prepared < 0) return this.binding.executeOp(opName, attrs, inputIds, numOutputs);
+    for (let i = 0; i < inputs; i++) io[i] = inputIds[i];
+    const count = this.binding.runPreparedOp(prepared, io, inputs, numOutputs);
+    const outs = new Array(count);
+    let at = 0;
+    for (let k = 0; k < count; k++) {
+      const rank = io[at + 2];
+      const shape = new Array(rank);
+      for (let d = 0; d < rank; d++) shape[d] = io[at + 3 + d];
+      outs[k] = {id: io[at], shape, dtype: this.dtypeNames[io[at + 1]]};
+      at += 3 + rank;
+    }
+    return outs;
+  }
+
+  /** The prepared id for (opName, attrs), preparing it on first use; -1 when the cache is full. */
+  prepared(opName, attrs) {
+    const list = attrs == null ? EMPTY : attrs;
+    let byOp = this.byAttrsObject.get(list);
+    if (byOp !== undefined) {
+      const id = byOp.get(opName);
+      if (id !== undefined) return id;
+    }
+    const key = opName + attrsKey(list);
+    let id = this.byKey.get(key);
+    if (id === undefined) {
+      if (this.byKey.size >= MAX_PREPARED) return -1;
+      id = this.binding.prepareOp(opName, list);
+      this.byKey.set(key, id);
+    }
+    if (byOp === undefined) {
+      byOp = new Map();
+      this.byAttrsObject.set(list, byOp);
+    }
+    byOp.set(opName, id);
+    return id;
+  }
+}
+
+const EMPTY = Object.freeze([]);
+
+/** A string that differs whenever the attrs would set a different value. */
+function attrsKey(attrs) {
+  let key = '';
+  for (let i = 0; i < attrs.length; i++) {
+    const a = attrs[i];
+    key += '|' + a.name + ':' + a.type + '=' + valueKey(a.value);
+  }
+  return key;
+}
+
+function valueKey(value) {
+  if (Array.isArray(value)) {
+    let key = '[';
+    for (let i = 0; i < value.length; i++) key += valueKey(value[i]) + ',';
+    return key + ']';
+  }
+  // Strings are quoted so that '1' (a string attr) and 1 (an int) differ.
+  return typeof value === 'string' ? JSON.stringify(value) : String(value);
+}
+
+module.exports = {OpRunner};

@@ -1,0 +1,379 @@
+'use strict';
+// The tfjs KernelBackend over the native binding.
+//
+// Data storage: each tensor's data is a `TensorData` record, which is also
+// the `dataId` tfjs holds and the `TensorInfo` kernels return (its `dataId`
+// points at itself). A record holds either the values the user wrote (not yet
+// uploaded) or the id of a native TF tensor, never both after the first use.
+//
+// This file is the ONE place that calls the binding's `executeOp`
+// (`TensorFlowBackend#exec`).
+
+const tfc = require('@tensorflow/tfjs-core');
+const {RESULT_CAST, sizeOf} = require('./dtypes');
+const {tfError} = require('./errors');
+const {OpRunner} = require('./op_runner');
+
+class TensorData {
+  constructor(values, shape, dtype, id, refCount) {
+    this.dataId = this;     // so that a record is also a TensorInfo
+    this.shape = shape;
+    this.dtype = dtype;
+    this.id = id;           // native tensor id, -1 until uploaded
+    this.values = values;   // values written by the user, until uploaded
+    this.view = null;       // cached zero-copy view of the native buffer
+    this.refCount = refCount;
+  }
+}
+
+/** Memoised `{name, type: 'type', value}` attr objects. */
+const TYPE_ATTRS = new Map();
+function typeAttr(name, dtype) {
+  let byType = TYPE_ATTRS.get(name);
+  if (byType === undefined) {
+    byType = new Map();
+    TYPE_ATTRS.set(name, byType);
+  }
+  let attr = byType.get(dtype);
+  if (attr === undefined) {
+    attr = Object.freeze({name, type: 'type', value: dtype});
+    byType.set(dtype, attr);
+  }
+  return attr;
+}
+
+const CONST_CACHE_LIMIT = 256;
+
+/**
+ * Small constant tensors (axes, perms, scalars) that kernels pass to TF as
+ * inputs, cached by value. Two generations: when the young one is full it
+ * becomes the old one and the previous old one is freed, so an id handed out
+ * stays valid for at least CONST_CACHE_LIMIT further insertions.
+ */
+class ConstCache {
+  constructor(backend) {
+    this.backend = backend;
+    this.young = new Map();
+    this.old = new Map();
+  }
+  get(key, make) {
+    let id = this.young.get(key);
+    if (id !== undefined) return id;
+    id = this.old.get(key);
+    if (id === undefined) {
+      id = make();
+    } else {
+      this.old.delete(key);
+    }
+    if (this.young.size >= CONST_CACHE_LIMIT) {
+      for (const oldId of this.old.values()) this.backend.binding.deleteTensor(oldId);
+      this.old = this.young;
+      this.young = new Map();
+    }
+    this.young.set(key, id);
+    return id;
+  }
+  get size() {
+    return this.young.size + this.old.size;
+  }
+  clear() {
+    for (const id of this.young.values()) this.backend.binding.deleteTensor(id);
+    for (const id of this.old.values()) this.backend.binding.deleteTensor(id);
+    this.young.clear();
+    this.old.clear();
+  }
+}
+
+class TensorFlowBackend extends tfc.KernelBackend {
+  constructor(binding) {
+    super();
+    this.binding = binding;
+    this.ops = new OpRunner(binding);
+    this.foreign = new WeakMap();  // dataIds of other backends moved here
+    this.live = new Set();  // every record this backend holds data for
+    this.consts = new ConstCache(this);
+    this.isUsingGpuDevice = binding.isUsingGpuDevice();
+    this.castAttrs = new Map();
+  }
+
+  // ---------------------------------------------------------------- storage
+
+  /** The record of a dataId; data of another backend is moved here first. */
+  record(dataId) {
+    const rec = this.peek(dataId);
+    if (rec !== undefined) return rec;
+    // Data owned by another backend (or one of ours moved away): move it.
+    const engine = tfc.engine();
+    if (!engine.state.tensorInfo.has(dataId)) {
+      throw new Error('Tensor is disposed.');
+    }
+    engine.moveData(this, dataId);
+    return this.peek(dataId);
+  }
+
+  /** Looks a dataId up without moving data. */
+  peek(dataId) {
+    if (dataId instanceof TensorData) {
+      return dataId.refCount > 0 ? dataId : undefined;
+    }
+    return this.foreign.get(dataId);
+  }
+
+  write(values, shape, dtype) {
+    const rec = new TensorData(values, shape, dtype, -1, 1);
+    this.live.add(rec);
+    return rec;
+  }
+
+  move(dataId, values, shape, dtype, refCount) {
+    if (dataId instanceof TensorData) {
+      // One of our own records coming back from another backend.
+      dataId.values = values;
+      dataId.shape = shape;
+      dataId.dtype = dtype;
+      dataId.id = -1;
+      dataId.view = null;
+      dataId.refCount = refCount;
+      this.live.add(dataId);
+    } else {
+      const rec = new TensorData(values, shape, dtype, -1, refCount);
+      this.foreign.set(dataId, rec);
+      this.live.add(rec);
+    }
+  }
+
+  makeTensorInfo(shape, dtype, values) {
+    return this.write(values, shape, dtype);
+  }
+
+  /** Typed array on 64-byte-aligned native memory (shared with TF on upload). */
+  alloc(dtype, size) {
+    if (dtype === 'string') return new Array(size);
+    return this.binding.alloc(dtype, size);
+  }
+
+  readSync(dataId) {
+    const rec = this.record(dataId);
+    if (rec.values !== null) return rec.values;
+    if (rec.view === null) rec.view = this.binding.tensorDataSync(rec.id);
+    return rec.view;
+  }
+
+  async read(dataId) {
+    return this.readSync(dataId);
+  }
+
+  disposeData(dataId, force = false) {
+    const rec = this.peek(dataId);
+    if (rec === undefined) return true;
+    rec.refCount--;
+    if (!force && rec.refCount > 0) return false;
+    this.release(rec);
+    if (!(dataId instanceof TensorData)) this.foreign.delete(dataId);
+    return true;
+  }
+
+  release(rec) {
+    if (rec.id >= 0) this.binding.deleteTensor(rec.id);
+    rec.id = -1;
+    rec.values = null;
+    rec.view = null;
+    rec.refCount = 0;
+    this.live.delete(rec);
+  }
+
+  refCount(dataId) {
+    const rec = this.peek(dataId);
+    return rec === undefined ? 0 : rec.refCount;
+  }
+
+  incRef(dataId) {
+    this.record(dataId).refCount++;
+  }
+
+  numDataIds() {
+    return this.live.size;
+  }
+
+  memory() {
+    const s = this.binding.stats();
+    return {
+      unreliable: false,
+      numBytesInTF: s.liveBytes,
+      numNativeTensors: s.liveTensors,
+      numCachedConstants: this.consts.size,
+    };
+  }
+
+  async time(f) {
+    const start = process.hrtime.bigint();
+    f();
+    return {kernelMs: Number(process.hrtime.bigint() - start) / 1e6};
+  }
+
+  timerAvailable() {
+    return true;
+  }
+
+  floatPrecision() {
+    return 32;
+  }
+
+  /** Frees every native tensor this backend holds (tfjs's engine.reset()). */
+  dispose() {
+    for (const rec of this.live) this.release(rec);
+    this.consts.clear();
+  }
+
+  // ---------------------------------------------------------------- native
+
+  /**
+   * Native tensor id of a kernel input: a TensorInfo (uploaded on first use),
+   * a raw op output `{id, shape, dtype}`, or an id.
+   */
+  idOf(t) {
+    if (typeof t === 'number') return t;
+    const dataId = t.dataId;
+    if (dataId === undefined) return t.id;
+    const rec = dataId instanceof TensorData && dataId.refCount > 0 ?
+        dataId : this.record(dataId);
+    if (rec.id < 0) this.upload(rec);
+    return rec.id;
+  }
+
+  upload(rec) {
+    const values = rec.values;
+    if (values === null) throw new Error('Tensor is disposed.');
+    rec.id = this.binding.createTensor(rec.shape, rec.dtype, values);
+    rec.values = null;
+  }
+
+  /**
+   * Runs a TF op. `inputIds` are native ids. Returns the raw outputs
+   * `[{id, shape, dtype}]`; outputs of a dtype tfjs lacks (int64, uint8, ...)
+   * are cast to int32 / float32 / complex64 here.
+   */
+  exec(opName, attrs, inputIds, numOutputs) {
+    const outs = this.execRaw(opName, attrs, inputIds, numOutputs);
+    for (let i = 0; i < outs.length; i++) {
+      const to = RESULT_CAST[outs[i].dtype];
+      if (to !== undefined) outs[i] = this.castRaw(outs[i], to);
+    }
+    return outs;
+  }
+
+  /**
+   * Runs a TF op and returns its outputs as they are. The one call of the
+   * binding's executeOp. TF's errors keep their code (`e.code`) and name the
+   * op in `e.op`; the message is TF's, as tfjs's own kernels word it.
+   */
+  execRaw(opName, attrs, inputIds, numOutputs) {
+    try {
+      return this.ops.run(opName, attrs, inputIds, numOutputs);
+    } catch (e) {
+      throw tfError(e, opName);
+    }
+  }
+
+  castRaw(out, to) {
+    const key = out.dtype + '>' + to;
+    let attrs = this.castAttrs.get(key);
+    if (attrs === undefined) {
+      attrs = [typeAttr('SrcT', out.dtype), typeAttr('DstT', to),
+               {name: 'Truncate', type: 'bool', value: false}];
+      this.castAttrs.set(key, attrs);
+    }
+    try {
+      return this.execRaw('Cast', attrs, [out.id], 1)[0];
+    } finally {
+      this.binding.deleteTensor(out.id);
+    }
+  }
+
+  /** Registers a raw output as a tfjs tensor's data; returns its TensorInfo. */
+  wrap(out) {
+    const rec = new TensorData(null, out.shape, out.dtype, out.id, 1);
+    this.live.add(rec);
+    return rec;
+  }
+
+  /** Frees a raw output (or id) that is not returned to tfjs. */
+  free(out) {
+    if (out == null) return;
+    this.binding.deleteTensor(typeof out === 'number' ? out : out.id);
+  }
+
+  // ------------------------------------------------- helpers for kernels
+
+  /**
+   * Runs an op on inputs (TensorInfos, raw outputs or ids) and returns raw
+   * outputs. `attrs` is the binding's `[{name, type, value}]` list.
+   */
+  run(opName, attrs, inputs, numOutputs = 1) {
+    const ids = new Array(inputs.length);
+    for (let i = 0; i < inputs.length; i++) ids[i] = this.idOf(inputs[i]);
+    return this.exec(opName, attrs, ids, numOutputs);
+  }
+
+  /** `run` for one output. */
+  run1(opName, attrs, inputs) {
+    return this.run(opName, attrs, inputs, 1)[0];
+  }
+
+  /** `run` for one output, registered as a tfjs tensor. */
+  op(opName, attrs, inputs) {
+    return this.wrap(this.run(opName, attrs, inputs, 1)[0]);
+  }
+
+  /** Cached constant tensor id of `values` (a number or flat array). */
+  constant(dtype, shape, values) {
+    const key = dtype + '|' + shape.join(',') + '|' +
+        (typeof values === 'number' || typeof values === 'string' ?
+             values : values.join(','));
+    return this.consts.get(key, () => this.createConstant(dtype, shape, values));
+  }
+
+  createConstant(dtype, shape, values) {
+    const size = sizeOf(shape);
+    if (dtype === 'string') {
+      const arr = [];
+      for (let i = 0; i < size; i++) {
+        const v = typeof values === 'string' ? values : values[i];
+        arr.push(typeof v === 'string' ? Buffer.from(v, 'utf8') : v);
+      }
+      return this.binding.createTensor(shape, dtype, arr);
+    }
+    const n = dtype === 'complex64' ? 2 * size : size;
+    const arr = this.binding.alloc(dtype, size);
+    const big = arr instanceof BigInt64Array;
+    for (let i = 0; i < n; i++) {
+      let v = typeof values === 'number' ? values : values[i];
+      if (dtype === 'complex64' && typeof values === 'number') v = i % 2 ? 0 : values;
+      arr[i] = big ? BigInt(v) : (dtype === 'bool' ? (v ? 1 : 0) : v);
+    }
+    return this.binding.createTensor(shape, dtype, arr);
+  }
+
+  /** Cached scalar constant. */
+  scalar(value, dtype) {
+    return this.constant(dtype, [], value);
+  }
+
+  /** Cached int32 vector constant. */
+  vec(values, dtype = 'int32') {
+    return this.constant(dtype, [values.length], values);
+  }
+
+  /**
+   * Raw cast of any input to `dtype`, which may be one tfjs lacks (int64,
+   * float64): a fresh tensor the caller frees.
+   */
+  cast(t, dtype) {
+    return this.execRaw('Cast', [typeAttr('SrcT', t.dtype), typeAttr('DstT', dtype),
+                                 {name: 'Truncate', type: 'bool', value: false}],
+                        [this.idOf(t)], 1)[0];
+  }
+
+}
+
+module.exports = {TensorFlowBackend, TensorData, typeAttr};

@@ -1,0 +1,78 @@
+'use strict';
+// Activations of tfjs's fused kernels, as TF fused_ops names or as ops.
+
+const {A, reshape} = require('./common');
+const {sizeOf} = require('../../backend/dtypes');
+
+/** TF fused_ops for BiasAdd + activation, or null when TF can't fuse it. */
+const FUSED = {
+  linear: ['BiasAdd'],
+  relu: ['BiasAdd', 'Relu'],
+  relu6: ['BiasAdd', 'Relu6'],
+  elu: ['BiasAdd', 'Elu'],
+  leakyrelu: ['BiasAdd', 'LeakyRelu'],
+};
+
+function fusedOpsFor(activation) {
+  return FUSED[activation || 'linear'] || null;
+}
+
+/**
+ * The bias as a raw 1-D [channels] tensor when it only varies along the last
+ * dim (what TF's BiasAdd takes), else null.
+ */
+function biasVector(b, bias, channels, temps) {
+  const shape = bias.shape;
+  if (sizeOf(shape) !== channels) return null;
+  for (let i = 0; i < shape.length - 1; i++) if (shape[i] !== 1) return null;
+  if (shape.length === 1) return bias;
+  if (shape.length === 0 && channels !== 1) return null;
+  const v = reshape(b, bias, [channels]);
+  temps.push(v);
+  return v;
+}
+
+/**
+ * Applies a tfjs activation to a raw output `x`; returns a raw output and
+ * frees `x` when it made a new one.
+ */
+function applyActivation(b, x, activation, preluWeights, leakyreluAlpha) {
+  if (activation == null || activation === 'linear') return x;
+  let out;
+  try {
+    const T = A.type('T', x.dtype);
+    switch (activation) {
+      case 'relu': out = b.run1('Relu', [T], [x]); break;
+      case 'relu6': out = b.run1('Relu6', [T], [x]); break;
+      case 'elu': out = b.run1('Elu', [T], [x]); break;
+      case 'sigmoid': out = b.run1('Sigmoid', [T], [x]); break;
+      case 'tanh': out = b.run1('Tanh', [T], [x]); break;
+      case 'leakyrelu':
+        out = b.run1('LeakyRelu', [T, A.float('alpha', leakyreluAlpha == null ?
+                                                 0.2 : leakyreluAlpha)], [x]);
+        break;
+      case 'prelu': {
+        const pos = b.run1('Greater', [T], [x, b.scalar(0, x.dtype)]);
+        try {
+          const neg = b.run1('Mul', [T], [preluWeights, x]);
+          try {
+            out = b.run1('SelectV2', [T], [pos, x, neg]);
+          } finally {
+            b.free(neg);
+          }
+        } finally {
+          b.free(pos);
+        }
+        break;
+      }
+      default:
+        throw new Error(`Activation ${activation} has not been implemented ` +
+                        'for the tensorflow backend');
+    }
+  } finally {
+    b.free(x);
+  }
+  return out;
+}
+
+module.exports = {fusedOpsFor, biasVector, applyActivation};

@@ -1,0 +1,402 @@
+'use strict';
+// Convolutions: Conv2D/3D, depthwise, dilation, their gradients, and the
+// fused forms (TF's _FusedConv2D / _FusedDepthwiseConv2dNative).
+//
+// NCHW inputs are transposed to NHWC around the NHWC op (TF's CPU kernels are
+// NHWC-only). Paddings TF lacks are turned into EXPLICIT paddings, or into a
+// pad/crop of the input followed by a VALID op (padding.js).
+
+const tfc = require('@tensorflow/tfjs-core');
+const {A, withTemps, transpose, reshape, slice, padOrCrop} = require('./common');
+const {tfPadding, nonNegative, explicitNHWC, fullPads} = require('./padding');
+const {applyActivation, fusedOpsFor, biasVector} = require('./activation');
+
+const TO_NHWC = [0, 2, 3, 1];
+const TO_NCHW = [0, 3, 1, 2];
+
+const nhwcShape = (s) => [s[0], s[2], s[3], s[1]];
+
+/** tfjs explicit pads given for NCHW, in NHWC order. */
+function padToNHWC(pad) {
+  if (Array.isArray(pad)) return [pad[0], pad[2], pad[3], pad[1]];
+  return pad;
+}
+
+function toNHWC(b, x, nchw, temps) {
+  if (!nchw) return x;
+  const t = transpose(b, x, TO_NHWC);
+  temps.push(t);
+  return t;
+}
+
+/** Wraps an NHWC raw result, transposing it back for NCHW. */
+function finish(b, out, nchw, temps) {
+  if (!nchw) return b.wrap(out);
+  temps.push(out);
+  return b.wrap(transpose(b, out, TO_NCHW));
+}
+
+/** tfjs's conv info of a forward 2-D conv, for the NHWC input `xx`. */
+function forwardInfo(xx, filter, attrs, nchw, depthwise) {
+  return tfc.backend_util.computeConv2DInfo(
+      xx.shape, filter.shape, attrs.strides, attrs.dilations || 1,
+      nchw ? padToNHWC(attrs.pad) : attrs.pad, attrs.dimRoundingMode, depthwise,
+      'channelsLast');
+}
+
+/**
+ * Padding attrs for a 2-D op, or a padded/cropped input for a VALID op:
+ * returns {input, attrs} where attrs are padding + explicit_paddings.
+ */
+function paddingFor(b, x, info, temps, allowExplicit = true) {
+  const spec = tfPadding(info);
+  if (spec.padding !== 'EXPLICIT') {
+    return {input: x, attrs: [A.str('padding', spec.padding)], pads: null};
+  }
+  if (allowExplicit && nonNegative(spec.pads)) {
+    return {
+      input: x,
+      attrs: [A.str('padding', 'EXPLICIT'),
+              A.ints('explicit_paddings', explicitNHWC(spec.pads))],
+      pads: null,
+    };
+  }
+  const padded = padOrCrop(b, x, fullPads(spec.pads), 0);
+  temps.push(padded);
+  return {input: padded, attrs: [A.str('padding', 'VALID')], pads: spec.pads};
+}
+
+function strides4(info) {
+  return A.ints('strides', [1, info.strideHeight, info.strideWidth, 1]);
+}
+function dilations4(info) {
+  return A.ints('dilations', [1, info.dilationHeight, info.dilationWidth, 1]);
+}
+
+function conv2dRaw(b, x, filter, info, temps) {
+  const {input, attrs} = paddingFor(b, x, info, temps);
+  return b.run1('Conv2D', [
+    A.type('T', x.dtype), strides4(info), A.bool('use_cudnn_on_gpu', true),
+    ...attrs, A.str('data_format', 'NHWC'), dilations4(info),
+  ], [input, filter]);
+}
+
+function depthwiseRaw(b, x, filter, info, temps) {
+  const {input, attrs} = paddingFor(b, x, info, temps);
+  return b.run1('DepthwiseConv2dNative', [
+    A.type('T', x.dtype), strides4(info), ...attrs,
+    A.str('data_format', 'NHWC'), dilations4(info),
+  ], [input, filter]);
+}
+
+function Conv2D({inputs, attrs, backend: b}) {
+  const {x, filter} = inputs;
+  const nchw = attrs.dataFormat === 'NCHW';
+  return withTemps(b, (temps) => {
+    const xx = toNHWC(b, x, nchw, temps);
+    const info = forwardInfo(xx, filter, attrs, nchw, false);
+    return finish(b, conv2dRaw(b, xx, filter, info, temps), nchw, temps);
+  });
+}
+
+/**
+ * Gradient w.r.t. the input of a 2-D conv-like op `opName` whose inputs are
+ * (input_sizes, filter, out_backprop).
+ */
+function backpropInput(b, opName, dy, filter, inShape, info, extraAttrs, temps) {
+  // tfjs reads dy only within the forward output's size; a larger dy (which
+  // tfjs accepts) is cropped to it.
+  if (dy.shape[1] > info.outHeight || dy.shape[2] > info.outWidth) {
+    const size = [dy.shape[0], Math.min(dy.shape[1], info.outHeight),
+                  Math.min(dy.shape[2], info.outWidth), dy.shape[3]];
+    dy = slice(b, dy, [0, 0, 0, 0], size);
+    temps.push(dy);
+  }
+  const spec = tfPadding(info, dy.shape.slice(1, 3));
+  const base = [A.type('T', dy.dtype), strides4(info), ...extraAttrs,
+                A.str('data_format', 'NHWC'), dilations4(info)];
+  if (spec.padding !== 'EXPLICIT' || nonNegative(spec.pads)) {
+    const padAttrs = spec.padding !== 'EXPLICIT' ?
+        [A.str('padding', spec.padding)] :
+        [A.str('padding', 'EXPLICIT'),
+         A.ints('explicit_paddings', explicitNHWC(spec.pads))];
+    return b.run1(opName, [...base, ...padAttrs], [b.vec(inShape), filter, dy]);
+  }
+  // Gradient w.r.t. the padded/cropped input, then undo the pad/crop.
+  const padded = inShape.slice();
+  spec.pads.forEach(([p, q], i) => padded[i + 1] += p + q);
+  const g = b.run1(opName, [...base, A.str('padding', 'VALID')],
+                   [b.vec(padded), filter, dy]);
+  temps.push(g);
+  return padOrCrop(b, g, fullPads(spec.pads.map(([p, q]) => [-p, -q])), 0);
+}
+
+/** Gradient w.r.t. the filter: inputs (input, filter_sizes, out_backprop). */
+function backpropFilter(b, opName, x, dy, filterShape, info, extraAttrs, temps) {
+  const {input, attrs} = paddingFor(b, x, info, temps);
+  return b.run1(opName, [
+    A.type('T', x.dtype), strides4(info), ...extraAttrs, ...attrs,
+    A.str('data_format', 'NHWC'), dilations4(info),
+  ], [input, b.vec(filterShape), dy]);
+}
+
+function Conv2DBackpropInput({inputs, attrs, backend: b}) {
+  const {dy, filter} = inputs;
+  const nchw = attrs.dataFormat === 'NCHW';
+  return withTemps(b, (temps) => {
+    const dyy = toNHWC(b, dy, nchw, temps);
+    const inShape = nchw ? nhwcShape(attrs.inputShape) : attrs.inputShape;
+    const info = tfc.backend_util.computeConv2DInfo(
+        inShape, filter.shape, attrs.strides, 1,
+        nchw ? padToNHWC(attrs.pad) : attrs.pad, attrs.dimRoundingMode, false,
+        'channelsLast');
+    const out = backpropInput(b, 'Conv2DBackpropInput', dyy, filter, inShape, info,
+                              [A.bool('use_cudnn_on_gpu', true)], temps);
+    return finish(b, out, nchw, temps);
+  });
+}
+
+function Conv2DBackpropFilter({inputs, attrs, backend: b}) {
+  const {x, dy} = inputs;
+  const nchw = attrs.dataFormat === 'NCHW';
+  return withTemps(b, (temps) => {
+    const xx = toNHWC(b, x, nchw, temps);
+    const dyy = toNHWC(b, dy, nchw, temps);
+    const info = tfc.backend_util.computeConv2DInfo(
+        xx.shape, attrs.filterShape, attrs.strides, 1,
+        nchw ? padToNHWC(attrs.pad) : attrs.pad, attrs.dimRoundingMode, false,
+        'channelsLast');
+    return b.wrap(backpropFilter(b, 'Conv2DBackpropFilter', xx, dyy,
+                                 attrs.filterShape, info,
+                                 [A.bool('use_cudnn_on_gpu', true)], temps));
+  });
+}
+
+function DepthwiseConv2dNative({inputs, attrs, backend: b}) {
+  const {x, filter} = inputs;
+  const nchw = attrs.dataFormat === 'NCHW';
+  return withTemps(b, (temps) => {
+    const xx = toNHWC(b, x, nchw, temps);
+    const info = forwardInfo(xx, filter, attrs, nchw, true);
+    return finish(b, depthwiseRaw(b, xx, filter, info, temps), nchw, temps);
+  });
+}
+
+function DepthwiseConv2dNativeBackpropInput({inputs, attrs, backend: b}) {
+  const {dy, filter} = inputs;
+  return withTemps(b, (temps) => {
+    const info = tfc.backend_util.computeConv2DInfo(
+        attrs.inputShape, filter.shape, attrs.strides, attrs.dilations,
+        attrs.pad, attrs.dimRoundingMode, true);
+    return b.wrap(backpropInput(b, 'DepthwiseConv2dNativeBackpropInput', dy,
+                                filter, attrs.inputShape, info, [], temps));
+  });
+}
+
+function DepthwiseConv2dNativeBackpropFilter({inputs, attrs, backend: b}) {
+  const {x, dy} = inputs;
+  return withTemps(b, (temps) => {
+    const info = tfc.backend_util.computeConv2DInfo(
+        x.shape, attrs.filterShape, attrs.strides, attrs.dilations, attrs.pad,
+        attrs.dimRoundingMode, true);
+    return b.wrap(backpropFilter(b, 'DepthwiseConv2dNativeBackpropFilter', x, dy,
+                                 attrs.filterShape, info, [], temps));
+  });
+}
+
+// ------------------------------------------------------------------ 3-D
+
+function conv3dAttrs(dtype, info, withDilations = true) {
+  const attrs = [
+    A.type('T', dtype),
+    A.ints('strides', [1, info.strideDepth, info.strideHeight, info.strideWidth, 1]),
+    A.str('padding', info.padInfo.type === 'SAME' ? 'SAME' : 'VALID'),
+    A.str('data_format', 'NDHWC'),
+  ];
+  if (withDilations) {
+    attrs.push(A.ints('dilations', [1, info.dilationDepth, info.dilationHeight,
+                                    info.dilationWidth, 1]));
+  }
+  return attrs;
+}
+
+function Conv3D({inputs, attrs, backend: b}) {
+  const {x, filter} = inputs;
+  const info = tfc.backend_util.computeConv3DInfo(
+      x.shape, filter.shape, attrs.strides, attrs.dilations, attrs.pad);
+  return b.op('Conv3D', conv3dAttrs(x.dtype, info), [x, filter]);
+}
+
+function Conv3DBackpropInputV2({inputs, attrs, backend: b}) {
+  const {dy, filter} = inputs;
+  const info = tfc.backend_util.computeConv3DInfo(
+      attrs.inputShape, filter.shape, attrs.strides, 1, attrs.pad);
+  return b.op('Conv3DBackpropInputV2',
+              [...conv3dAttrs(dy.dtype, info), A.type('Tshape', 'int32')],
+              [b.vec(attrs.inputShape), filter, dy]);
+}
+
+function Conv3DBackpropFilterV2({inputs, attrs, backend: b}) {
+  const {x, dy} = inputs;
+  const info = tfc.backend_util.computeConv3DInfo(
+      x.shape, attrs.filterShape, attrs.strides, 1, attrs.pad);
+  return b.op('Conv3DBackpropFilterV2', conv3dAttrs(x.dtype, info),
+              [x, b.vec(attrs.filterShape), dy]);
+}
+
+// ------------------------------------------------------------- dilation
+
+function dilationSetup(b, x, filter, attrs, temps) {
+  const info = tfc.backend_util.computeDilation2DInfo(
+      x.shape, filter.shape, attrs.strides, attrs.pad, 'NHWC', attrs.dilations);
+  const spec = tfPadding(info);
+  let input = x;
+  let padding = spec.padding;
+  if (padding === 'EXPLICIT') {
+    input = padOrCrop(b, x, fullPads(spec.pads), -Infinity);
+    temps.push(input);
+    padding = 'VALID';
+  }
+  const opAttrs = [
+    A.type('T', x.dtype),
+    A.ints('strides', [1, info.strideHeight, info.strideWidth, 1]),
+    A.ints('rates', [1, info.dilationHeight, info.dilationWidth, 1]),
+    A.str('padding', padding),
+  ];
+  return {input, opAttrs, pads: padding !== spec.padding ? spec.pads : null};
+}
+
+function Dilation2D({inputs, attrs, backend: b}) {
+  const {x, filter} = inputs;
+  return withTemps(b, (temps) => {
+    const {input, opAttrs} = dilationSetup(b, x, filter, attrs, temps);
+    return b.op('Dilation2D', opAttrs, [input, filter]);
+  });
+}
+
+function Dilation2DBackpropInput({inputs, attrs, backend: b}) {
+  const {x, filter, dy} = inputs;
+  return withTemps(b, (temps) => {
+    const {input, opAttrs, pads} = dilationSetup(b, x, filter, attrs, temps);
+    const g = b.run1('Dilation2DBackpropInput', opAttrs, [input, filter, dy]);
+    if (pads === null) return b.wrap(g);
+    temps.push(g);
+    return b.wrap(padOrCrop(b, g, fullPads(pads.map(([p, q]) => [-p, -q])), 0));
+  });
+}
+
+function Dilation2DBackpropFilter({inputs, attrs, backend: b}) {
+  const {x, filter, dy} = inputs;
+  return withTemps(b, (temps) => {
+    const {input, opAttrs} = dilationSetup(b, x, filter, attrs, temps);
+    return b.op('Dilation2DBackpropFilter', opAttrs, [input, filter, dy]);
+  });
+}
+
+// ---------------------------------------------------------------- fused
+
+const unsupported = new Set();
+
+/**
+ * Runs TF's fused conv op when the bias and activation fit it, otherwise the
+ * conv, a bias add and the activation as separate ops.
+ */
+function fusedConv(b, {x, filter, bias, preluActivationWeights}, attrs, depthwise) {
+  const nchw = attrs.dataFormat === 'NCHW';
+  return withTemps(b, (temps) => {
+    const xx = toNHWC(b, x, nchw, temps);
+    const info = forwardInfo(xx, filter, attrs, nchw, depthwise);
+    const channels = info.outChannels;
+    // TF fuses a bias along the channels: a 1-D one, or NHWC [1, .., C].
+    const biasNHWC = bias != null && (!nchw || bias.shape.length === 1) ? bias : null;
+    const opName = depthwise ? '_FusedDepthwiseConv2dNative' : '_FusedConv2D';
+    const spec = tfPadding(info);
+    const vec = biasNHWC !== null ? biasVector(b, biasNHWC, channels, temps) : null;
+    const fusedOps = vec != null ? fusedOpsFor(attrs.activation) : null;
+    if (fusedOps !== null && x.dtype === 'float32' && !unsupported.has(opName) &&
+        (spec.padding !== 'EXPLICIT' || (!depthwise && nonNegative(spec.pads)))) {
+      const padAttrs = spec.padding !== 'EXPLICIT' ?
+          [A.str('padding', spec.padding)] :
+          [A.str('padding', 'EXPLICIT'),
+           A.ints('explicit_paddings', explicitNHWC(spec.pads))];
+      const opAttrs = depthwise ? [
+        A.type('T', 'float32'), A.int('num_args', 1), strides4(info), ...padAttrs,
+        A.str('data_format', 'NHWC'), dilations4(info), A.strs('fused_ops', fusedOps),
+        A.float('leakyrelu_alpha', attrs.leakyreluAlpha == null ? 0.2 : attrs.leakyreluAlpha),
+      ] : [
+        A.type('T', 'float32'), A.types('TArgs', ['float32']), A.int('num_args', 1),
+        strides4(info), ...padAttrs, A.str('data_format', 'NHWC'), dilations4(info),
+        A.bool('use_cudnn_on_gpu', true), A.strs('fused_ops', fusedOps),
+        A.float('leakyrelu_alpha', attrs.leakyreluAlpha == null ? 0.2 : attrs.leakyreluAlpha),
+      ];
+      let out = null;
+      try {
+        out = b.run1(opName, opAttrs, [xx, filter, vec]);
+      } catch (e) {
+        if (e && (e.code === 'NOT_FOUND' || e.code === 'UNIMPLEMENTED')) {
+          unsupported.add(opName);
+        }
+      }
+      // Some TF builds register a fused kernel that only a graph rewrite may
+      // run (on CPU, _FusedDepthwiseConv2dNative returns an empty tensor):
+      // such a kernel is not used again.
+      if (out !== null && !tfc.util.arraysEqual(out.shape, info.outShape)) {
+        b.free(out);
+        out = null;
+        unsupported.add(opName);
+      }
+      if (out !== null) return finish(b, out, nchw, temps);
+    }
+    // Separate ops: conv, then bias and activation in the caller's layout
+    // (for NCHW, a 1-D bias or PReLU weights run along the channels).
+    let out = depthwise ? depthwiseRaw(b, xx, filter, info, temps) :
+                          conv2dRaw(b, xx, filter, info, temps);
+    if (nchw) {
+      temps.push(out);
+      out = transpose(b, out, TO_NCHW);
+    }
+    const channelwise = (t) => {
+      if (!nchw || t == null || t.shape.length !== 1 || t.shape[0] === 1) return t;
+      const r = reshape(b, t, [t.shape[0], 1, 1]);
+      temps.push(r);
+      return r;
+    };
+    if (bias != null) {
+      temps.push(out);
+      out = b.run1('AddV2', [A.type('T', out.dtype)], [out, channelwise(bias)]);
+    }
+    out = applyActivation(b, out, attrs.activation,
+                          channelwise(preluActivationWeights), attrs.leakyreluAlpha);
+    return b.wrap(out);
+  });
+}
+
+function FusedConv2D({inputs, attrs, backend}) {
+  return fusedConv(backend, inputs, attrs, false);
+}
+
+function FusedDepthwiseConv2D({inputs, attrs, backend}) {
+  return fusedConv(backend, inputs, attrs, true);
+}
+
+
+const KERNELS = [
+  {kernelName: 'Conv2D', kernelFunc: Conv2D},
+  {kernelName: 'Conv2DBackpropInput', kernelFunc: Conv2DBackpropInput},
+  {kernelName: 'Conv2DBackpropFilter', kernelFunc: Conv2DBackpropFilter},
+  {kernelName: 'DepthwiseConv2dNative', kernelFunc: DepthwiseConv2dNative},
+  {kernelName: 'DepthwiseConv2dNativeBackpropInput',
+   kernelFunc: DepthwiseConv2dNativeBackpropInput},
+  {kernelName: 'DepthwiseConv2dNativeBackpropFilter',
+   kernelFunc: DepthwiseConv2dNativeBackpropFilter},
+  {kernelName: 'Conv3D', kernelFunc: Conv3D},
+  {kernelName: 'Conv3DBackpropInputV2', kernelFunc: Conv3DBackpropInputV2},
+  {kernelName: 'Conv3DBackpropFilterV2', kernelFunc: Conv3DBackpropFilterV2},
+  {kernelName: 'Dilation2D', kernelFunc: Dilation2D},
+  {kernelName: 'Dilation2DBackpropInput', kernelFunc: Dilation2DBackpropInput},
+  {kernelName: 'Dilation2DBackpropFilter', kernelFunc: Dilation2DBackpropFilter},
+  {kernelName: 'FusedConv2D', kernelFunc: FusedConv2D},
+  {kernelName: 'FusedDepthwiseConv2D', kernelFunc: FusedDepthwiseConv2D},
+];
+
+module.exports = {KERNELS, TO_NHWC, TO_NCHW};

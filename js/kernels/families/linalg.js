@@ -1,0 +1,164 @@
+'use strict';
+// Matrix and normalisation kernels that need logic: _FusedMatMul on TF's
+// fused MatMul kernel, FusedBatchNorm on FusedBatchNormV3 (or composed when
+// its parameters are not per-channel vectors), Multinomial with tfjs's
+// seed semantics, SearchSorted on LowerBound/UpperBound.
+
+const tfc = require('@tensorflow/tfjs-core');
+const {A, withTemps, reshape, binary} = require('./common');
+const {applyActivation, fusedOpsFor, biasVector} = require('./activation');
+const {sizeOf} = require('../../backend/dtypes');
+
+let fusedMatMulUnsupported = false;
+
+function _FusedMatMul({inputs, attrs, backend: b}) {
+  const {a, b: bb, bias, preluActivationWeights} = inputs;
+  const {transposeA, transposeB, activation, leakyreluAlpha} = attrs;
+  return withTemps(b, (temps) => {
+    const batchA = a.shape.length === 3 ? a.shape[0] : 1;
+    const batchB = bb.shape.length === 3 ? bb.shape[0] : 1;
+    const m = transposeA ? a.shape[a.shape.length - 1] : a.shape[a.shape.length - 2];
+    const n = transposeB ? bb.shape[bb.shape.length - 2] : bb.shape[bb.shape.length - 1];
+    const fusedOps = bias != null ? fusedOpsFor(activation) : null;
+    if (fusedOps !== null && !fusedMatMulUnsupported && batchA === 1 &&
+        batchB === 1 && a.dtype === 'float32') {
+      const vec = biasVector(b, bias, n, temps);
+      if (vec !== null) {
+        const a2 = a.shape.length === 3 ? reshape(b, a, a.shape.slice(1)) : a;
+        if (a2 !== a) temps.push(a2);
+        const b2 = bb.shape.length === 3 ? reshape(b, bb, bb.shape.slice(1)) : bb;
+        if (b2 !== bb) temps.push(b2);
+        let out = null;
+        try {
+          out = b.run1('_FusedMatMul', [
+            A.bool('transpose_a', transposeA), A.bool('transpose_b', transposeB),
+            A.type('T', 'float32'), A.int('num_args', 1), A.strs('fused_ops', fusedOps),
+            A.float('leakyrelu_alpha', leakyreluAlpha == null ? 0.2 : leakyreluAlpha),
+          ], [a2, b2, vec]);
+        } catch (e) {
+          if (e && (e.code === 'NOT_FOUND' || e.code === 'UNIMPLEMENTED')) {
+            fusedMatMulUnsupported = true;
+          }
+        }
+        if (out !== null) {
+          temps.push(out);
+          return b.wrap(reshape(b, out, [1, m, n]));
+        }
+      }
+    }
+    let out = b.run1('BatchMatMulV2', [
+      A.type('T', a.dtype), A.bool('adj_x', transposeA), A.bool('adj_y', transposeB),
+    ], [a, bb]);
+    if (bias != null) {
+      temps.push(out);
+      out = binary(b, 'AddV2', out, bias);
+    }
+    return b.wrap(applyActivation(b, out, activation, preluActivationWeights,
+                                  leakyreluAlpha));
+  });
+}
+
+function FusedBatchNorm({inputs, attrs, backend: b}) {
+  const {x, mean, variance, scale, offset} = inputs;
+  const eps = attrs.varianceEpsilon;
+  const channels = x.shape[x.shape.length - 1];
+  const isVec = (t) => t == null || (t.shape.length === 1 && t.shape[0] === channels);
+  return withTemps(b, (temps) => {
+    if (x.shape.length === 4 && x.dtype === 'float32' && isVec(mean) &&
+        isVec(variance) && isVec(scale) && isVec(offset)) {
+      const ones = scale != null ? scale : b.constant('float32', [channels], 1);
+      const zeros = offset != null ? offset : b.constant('float32', [channels], 0);
+      const outs = b.run('FusedBatchNormV3', [
+        A.type('T', 'float32'), A.type('U', 'float32'), A.float('epsilon', eps),
+        A.str('data_format', 'NHWC'), A.bool('is_training', false),
+      ], [x, ones, zeros, mean, variance], 6);
+      for (let i = 1; i < outs.length; i++) b.free(outs[i]);
+      return b.wrap(outs[0]);
+    }
+    // (x - mean) * rsqrt(variance + eps) * scale + offset, with broadcasting.
+    const T = [A.type('T', x.dtype)];
+    const ve = b.run1('AddV2', T, [variance, b.scalar(eps, x.dtype)]);
+    temps.push(ve);
+    let inv = b.run1('Rsqrt', T, [ve]);
+    temps.push(inv);
+    if (scale != null) {
+      inv = b.run1('Mul', T, [inv, scale]);
+      temps.push(inv);
+    }
+    const centered = b.run1('Sub', T, [x, mean]);
+    temps.push(centered);
+    let out = b.run1('Mul', T, [centered, inv]);
+    if (offset != null) {
+      temps.push(out);
+      out = b.run1('AddV2', T, [out, offset]);
+    }
+    return b.wrap(out);
+  });
+}
+
+/**
+ * tfjs passes a seed (Math.random() when the user gave none); TF's
+ * StatelessMultinomial gives the same samples for the same seed.
+ */
+function Multinomial({inputs, attrs, backend: b}) {
+  const {logits} = inputs;
+  const {numSamples, seed, normalized} = attrs;
+  const s = Number.isInteger(seed) ? seed : Math.floor(seed * 0x7fffffff);
+  return withTemps(b, (temps) => {
+    let lg = logits;
+    if (normalized) {
+      lg = b.run1('Log', [A.type('T', logits.dtype)], [logits]);
+      temps.push(lg);
+    }
+    return b.op('StatelessMultinomial', [
+      A.type('T', lg.dtype), A.type('Tseed', 'int32'),
+      A.type('output_dtype', 'int32'),
+    ], [lg, b.scalar(numSamples, 'int32'),
+        b.vec([s | 0, Math.floor(s / 0x100000000) | 0])]);
+  });
+}
+
+function SearchSorted({inputs, attrs, backend: b}) {
+  const {sortedSequence, values} = inputs;
+  const op = attrs.side === 'right' ? 'UpperBound' : 'LowerBound';
+  return withTemps(b, (temps) => {
+    let s = sortedSequence, v = values;
+    if (s.dtype !== v.dtype) {
+      const dt = s.dtype === 'float32' || v.dtype === 'float32' ? 'float32' : 'int32';
+      if (s.dtype !== dt) {
+        s = b.cast(s, dt);
+        temps.push(s);
+      }
+      if (v.dtype !== dt) {
+        v = b.cast(v, dt);
+        temps.push(v);
+      }
+    }
+    if (sizeOf(values.shape) === 0) {
+      return b.makeTensorInfo(values.shape, 'int32', b.alloc('int32', 0));
+    }
+    return b.op(op, [A.type('T', s.dtype), A.type('out_type', 'int32')], [s, v]);
+  });
+}
+
+/** Einsum, after tfjs's checks of the equation (tfjs rejects e.g. traces). */
+function Einsum({inputs, attrs, backend: b}) {
+  const tensors = Array.isArray(inputs) ? inputs : Object.values(inputs);
+  const {allDims, idDims} =
+      tfc.backend_util.decodeEinsumEquation(attrs.equation, tensors.length);
+  tfc.backend_util.checkEinsumDimSizes(allDims.length, idDims, tensors);
+  return b.op('Einsum', [
+    A.str('equation', attrs.equation), A.int('N', tensors.length),
+    A.type('T', tensors[0].dtype),
+  ], tensors);
+}
+
+const KERNELS = [
+  {kernelName: 'Einsum', kernelFunc: Einsum},
+  {kernelName: '_FusedMatMul', kernelFunc: _FusedMatMul},
+  {kernelName: 'FusedBatchNorm', kernelFunc: FusedBatchNorm},
+  {kernelName: 'Multinomial', kernelFunc: Multinomial},
+  {kernelName: 'SearchSorted', kernelFunc: SearchSorted},
+];
+
+module.exports = {KERNELS};
