@@ -133,6 +133,15 @@ fn execute(
     run(state, name, Attrs::FromJs(js, attrs), ids, room)?;
 
     let outputs = std::mem::take(&mut state.scratch.outputs);
+    outputs_to_js(js, state, outputs)
+}
+
+/// Registers output handles and describes them to JS as `[{id, shape, dtype}]`.
+pub(super) fn outputs_to_js(
+    js: Js,
+    state: &mut EnvState,
+    outputs: Vec<TensorHandle>,
+) -> Result<Value> {
     let result = js.array(outputs.len())?;
     let mut dims = Vec::new();
     for (i, handle) in outputs.into_iter().enumerate() {

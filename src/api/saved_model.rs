@@ -7,6 +7,7 @@ use napi::bindgen_prelude::{Env, Unknown};
 use napi::JsValue;
 
 use super::args;
+use super::execute::outputs_to_js;
 use super::js_call;
 use crate::env_state::EnvState;
 use crate::error::{Error, Result};
@@ -118,12 +119,7 @@ pub fn run_saved_model(
             .map(|t| TensorHandle::from_tensor(t, status))
             .collect::<Result<Vec<_>>>()?;
         drop(results);
-        let out = js.array(handles.len())?;
-        for (i, handle) in handles.into_iter().enumerate() {
-            let info = output_info(js, state, handle)?;
-            js.set_element(out, i as u32, info)?;
-        }
-        Ok(js.to_unknown(out))
+        Ok(js.to_unknown(outputs_to_js(js, state, handles)?))
     })
 }
 
@@ -221,32 +217,6 @@ fn check_input(
         }
     }
     Ok(())
-}
-
-/// Registers an output handle and describes it to JS as `{id, shape, dtype}`.
-fn output_info(js: Js, state: &mut EnvState, handle: TensorHandle) -> Result<Value> {
-    let mut dims = Vec::new();
-    handle.dims_into(&mut dims, &state.status)?;
-    let (dtype_name, bytes) = match handle.dtype() {
-        Ok(dtype) => {
-            let elements = args::element_count(&dims, "output shape").unwrap_or(0) as u64;
-            (
-                dtype.name.to_string(),
-                elements * dtype.element_bytes().unwrap_or(0) as u64,
-            )
-        }
-        Err(code) => (format!("tf_dtype_{code}"), 0),
-    };
-    let id = state.tensors.insert(handle, bytes);
-    let shape = js.array(dims.len())?;
-    for (d, &dim) in dims.iter().enumerate() {
-        js.set_element(shape, d as u32, js.number_value(dim as f64)?)?;
-    }
-    let info = js.object()?;
-    js.set_property(info, c"id", js.number_value(id as f64)?)?;
-    js.set_property(info, c"shape", shape)?;
-    js.set_property(info, c"dtype", js.string_value(&dtype_name)?)?;
-    Ok(info)
 }
 
 #[cfg(test)]

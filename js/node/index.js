@@ -1,0 +1,37 @@
+'use strict';
+// The `tf.node` namespace: SavedModel, image codecs and TensorBoard summaries.
+// Requiring it also installs the other Node-only pieces into tfjs (as tfjs-node does):
+// the `file://` model handler (`tf.io.fileSystem`), `tf.io.nodeHTTPRequest` with http(s)
+// loading, and the progress bar that `model.fit({verbose: 1})` shows.
+
+const savedModel = require('./saved_model');
+const image = require('./image');
+const tensorboard = require('./tensorboard');
+const {installIO} = require('./io');
+const {installProgressBar} = require('./progbar');
+
+installIO();
+installProgressBar();
+
+module.exports = {
+  // SavedModel
+  getMetaGraphsFromSavedModel: savedModel.getMetaGraphsFromSavedModel,
+  loadSavedModel: savedModel.loadSavedModel,
+  getNumOfSavedModels: savedModel.getNumOfSavedModels,
+  TFSavedModel: savedModel.TFSavedModel,
+  // Images
+  decodeImage: image.decodeImage,
+  decodeJpeg: image.decodeJpeg,
+  decodePng: image.decodePng,
+  decodeBmp: image.decodeBmp,
+  decodeGif: image.decodeGif,
+  encodeJpeg: image.encodeJpeg,
+  encodePng: image.encodePng,
+  getImageType: image.getImageType,
+  ImageType: image.ImageType,
+  // TensorBoard
+  summaryFileWriter: tensorboard.summaryFileWriter,
+  SummaryFileWriter: tensorboard.SummaryFileWriter,
+  tensorBoard: tensorboard.tensorBoard,
+  TensorBoardCallback: tensorboard.TensorBoardCallback,
+};

@@ -1,0 +1,220 @@
+'use strict';
+// Model IO for Node: the `file://` handler (model.json + weights.bin, as tfjs-node writes
+// them) and `tf.io.nodeHTTPRequest` (tfjs's http handler over Node's fetch).
+
+const fs = require('fs');
+const path = require('path');
+const tfc = require('@tensorflow/tfjs-core');
+
+const URL_SCHEME = 'file://';
+const MODEL_JSON_FILENAME = 'model.json';
+const WEIGHTS_BINARY_FILENAME = 'weights.bin';
+
+/** One ArrayBuffer of `weightData` (an ArrayBuffer or an array of them). */
+function joinWeightData(weightData) {
+  if (weightData == null) return null;
+  if (!Array.isArray(weightData)) return weightData;
+  const total = weightData.reduce((n, b) => n + b.byteLength, 0);
+  const out = new Uint8Array(total);
+  let offset = 0;
+  for (const b of weightData) {
+    out.set(new Uint8Array(b), offset);
+    offset += b.byteLength;
+  }
+  return out.buffer;
+}
+
+const OPTIONAL_JSON_FIELDS = ['signature', 'userDefinedMetadata', 'modelInitializer',
+                              'initializerSignature', 'trainingConfig'];
+
+/** The `model.json` object of `artifacts` with `weightsManifest`. */
+function modelJSONFor(artifacts, weightsManifest) {
+  const json = {
+    modelTopology: artifacts.modelTopology,
+    format: artifacts.format,
+    generatedBy: artifacts.generatedBy,
+    convertedBy: artifacts.convertedBy,
+    weightsManifest,
+  };
+  for (const key of OPTIONAL_JSON_FIELDS) {
+    if (artifacts[key] != null) json[key] = artifacts[key];
+  }
+  return json;
+}
+
+/** A Node Buffer's bytes as a standalone ArrayBuffer. */
+function toArrayBuffer(buf) {
+  return buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.byteLength);
+}
+
+async function statOrNull(p) {
+  try {
+    return await fs.promises.stat(p);
+  } catch (e) {
+    if (e.code === 'ENOENT') return null;
+    throw e;
+  }
+}
+
+/**
+ * Saves to a directory (`model.json` + `weights.bin`) and loads from a `model.json` path (its
+ * weights files beside it), or from `[model.json, weights.bin]`.
+ */
+class NodeFileSystem {
+  constructor(p) {
+    if (Array.isArray(p)) {
+      if (p.length !== 2 || p.some((x) => typeof x !== 'string')) {
+        throw new Error('file paths must be a path or an array of [model.json, weights file] ' +
+                        `paths, got ${p.length} paths`);
+      }
+      this.path = p.map((x) => path.resolve(x));
+    } else if (typeof p === 'string' && p !== '') {
+      this.path = path.resolve(p);
+    } else {
+      throw new TypeError('the file path must be a non-empty string');
+    }
+    this.MODEL_JSON_FILENAME = MODEL_JSON_FILENAME;
+    this.WEIGHTS_BINARY_FILENAME = WEIGHTS_BINARY_FILENAME;
+  }
+
+  async save(modelArtifacts) {
+    if (Array.isArray(this.path)) {
+      throw new Error('Cannot perform saving to multiple paths.');
+    }
+    await this.createOrVerifyDirectory();
+    if (modelArtifacts.modelTopology instanceof ArrayBuffer) {
+      throw new Error('NodeFileSystem.save() does not support saving model topology in ' +
+                      'binary format.');
+    }
+    const weightsManifest = [{
+      paths: [WEIGHTS_BINARY_FILENAME],
+      weights: modelArtifacts.weightSpecs || [],
+    }];
+    const modelJSON = modelJSONFor(modelArtifacts, weightsManifest);
+    const weightData = joinWeightData(modelArtifacts.weightData) || new ArrayBuffer(0);
+    await fs.promises.writeFile(path.join(this.path, MODEL_JSON_FILENAME),
+                                JSON.stringify(modelJSON), 'utf8');
+    await fs.promises.writeFile(path.join(this.path, WEIGHTS_BINARY_FILENAME),
+                                Buffer.from(weightData));
+    return {
+      modelArtifactsInfo: tfc.io.getModelArtifactsInfoForJSON(
+          Object.assign({}, modelArtifacts, {weightData})),
+    };
+  }
+
+  async createOrVerifyDirectory() {
+    const st = await statOrNull(this.path);
+    if (st === null) {
+      await fs.promises.mkdir(this.path, {recursive: true});
+    } else if (!st.isDirectory()) {
+      throw new Error(`Path ${this.path} exists as a file. The path must be either ` +
+                      'nonexistent or a directory.');
+    }
+  }
+
+  async load() {
+    const [jsonPath, weightsPath] = Array.isArray(this.path) ? this.path : [this.path, null];
+    const st = await statOrNull(jsonPath);
+    if (st === null) throw new Error(`Path ${jsonPath} does not exist: loading failed`);
+    if (!st.isFile()) {
+      throw new Error('The path to load from must be a file. Loading from a directory is not ' +
+                      `supported: ${jsonPath}`);
+    }
+    let modelJSON;
+    try {
+      modelJSON = JSON.parse(await fs.promises.readFile(jsonPath, 'utf8'));
+    } catch (e) {
+      throw new Error(`Failed to parse model JSON ${jsonPath}: ${e.message}`);
+    }
+    if (modelJSON == null || typeof modelJSON !== 'object' || modelJSON.modelTopology == null) {
+      throw new Error(`${jsonPath} is not a model JSON file: it has no modelTopology`);
+    }
+    return tfc.io.getModelArtifactsForJSON(
+        modelJSON, (manifest) => this.loadWeights(manifest, jsonPath, weightsPath));
+  }
+
+  async loadWeights(manifest, jsonPath, weightsPath) {
+    const dir = path.dirname(jsonPath);
+    const buffers = [];
+    const weightSpecs = [];
+    for (const group of manifest) {
+      for (const p of group.paths) {
+        const file = weightsPath != null ? weightsPath : path.join(dir, p);
+        const buf = await fs.promises.readFile(file).catch((e) => {
+          throw new Error(`Failed to read the weights file ${file} named in ${jsonPath}: ` +
+                          `${e.code === 'ENOENT' ? 'it does not exist' : e.message}`);
+        });
+        buffers.push(toArrayBuffer(buf));
+      }
+      weightSpecs.push(...group.weights);
+    }
+    const weightData = joinWeightData(buffers);
+    const needed = weightSpecs.reduce((n, s) => n + weightBytes(s), 0);
+    if (weightData.byteLength < needed) {
+      throw new Error(`The weights of ${jsonPath} need ${needed} bytes, but its weights files ` +
+                      `hold ${weightData.byteLength}`);
+    }
+    return [weightSpecs, weightData];
+  }
+}
+
+const DTYPE_BYTES = {float32: 4, int32: 4, bool: 1, uint8: 1, uint16: 2, float16: 2,
+                     complex64: 8};
+
+/** Bytes of one weight as stored (quantized weights by their quantized dtype). */
+function weightBytes(spec) {
+  const size = (spec.shape || []).reduce((a, b) => a * b, 1);
+  if (spec.quantization != null) return size * (DTYPE_BYTES[spec.quantization.dtype] || 1);
+  if (spec.dtype === 'string') return 0;
+  return size * (DTYPE_BYTES[spec.dtype] || 4);
+}
+
+/** The `file://` handler for a path (a directory to save to, a model.json to load from). */
+function fileSystem(p) {
+  return new NodeFileSystem(p);
+}
+
+/** Router for `file://` URLs (and arrays of them), for both saving and loading. */
+function nodeFileSystemRouter(url) {
+  if (Array.isArray(url)) {
+    if (url.every((u) => typeof u === 'string' && u.startsWith(URL_SCHEME))) {
+      return new NodeFileSystem(url.map((u) => u.slice(URL_SCHEME.length)));
+    }
+    return null;
+  }
+  if (typeof url === 'string' && url.startsWith(URL_SCHEME)) {
+    return new NodeFileSystem(url.slice(URL_SCHEME.length));
+  }
+  return null;
+}
+
+/**
+ * tfjs's HTTP handler with Node's fetch: loads a model from an http(s) URL, or saves one by
+ * POSTing it there. `requestInit` goes to every fetch (headers, credentials).
+ */
+function nodeHTTPRequest(url, requestInit, weightPathPrefix) {
+  if (typeof fetch !== 'function') {
+    throw new Error('tf.io.nodeHTTPRequest needs a global fetch (Node.js 18 or later)');
+  }
+  return tfc.io.http(url, {requestInit, weightPathPrefix, fetchFunc: fetch});
+}
+
+let installed = false;
+
+/** Registers the `file://` routers and adds `tf.io.fileSystem` / `tf.io.nodeHTTPRequest`. */
+function installIO() {
+  if (installed) return;
+  installed = true;
+  tfc.io.registerSaveRouter(nodeFileSystemRouter);
+  tfc.io.registerLoadRouter(nodeFileSystemRouter);
+  tfc.io.fileSystem = fileSystem;
+  tfc.io.nodeHTTPRequest = nodeHTTPRequest;
+}
+
+module.exports = {
+  installIO,
+  NodeFileSystem,
+  fileSystem,
+  nodeFileSystemRouter,
+  nodeHTTPRequest,
+};

@@ -1,0 +1,144 @@
+'use strict';
+// The progress bar `model.fit({verbose: 1})` shows (the default verbosity), as tfjs-node
+// does: per epoch a live bar with the batch's loss and metrics, then a summary line. It
+// writes to stderr and only when stderr is a terminal.
+
+const tfl = require('@tensorflow/tfjs-layers');
+
+/** Where the bar goes; tests swap the stream. */
+const progressBarHelper = {
+  stream: process.stderr,
+};
+
+const RENDER_THROTTLE_MS = 50;
+const BASE_NUM_DIGITS = 2;
+const MAX_NUM_DECIMAL_PLACES = 4;
+
+function getDisplayDecimalPlaces(x) {
+  if (!Number.isFinite(x) || x === 0 || x > 1 || x < -1) return BASE_NUM_DIGITS;
+  return BASE_NUM_DIGITS - Math.floor(Math.log10(Math.abs(x)));
+}
+
+/** A number in few characters: fixed for ordinary magnitudes, exponent for tiny ones. */
+function getSuccinctNumberDisplay(x) {
+  const places = getDisplayDecimalPlaces(x);
+  return places > MAX_NUM_DECIMAL_PLACES ? x.toExponential(BASE_NUM_DIGITS) : x.toFixed(places);
+}
+
+function formatLogs(logs, maxLength) {
+  let text = '';
+  for (const key of Object.keys(logs || {}).sort()) {
+    if (key === 'batch' || key === 'size') continue;
+    const v = logs[key];
+    text += `${key}=${typeof v === 'number' ? getSuccinctNumberDisplay(v) : v} `;
+  }
+  text = text.trimEnd();
+  if (maxLength != null && text.length > maxLength) {
+    text = text.slice(0, Math.max(0, maxLength - 3)) + '...';
+  }
+  return text;
+}
+
+/** Batch logs may hold scalar tensors (tfjs-layers resolves them lazily): read them. */
+async function resolveLogs(logs) {
+  const out = {};
+  for (const key of Object.keys(logs || {})) {
+    const v = logs[key];
+    out[key] = v != null && typeof v === 'object' && typeof v.data === 'function' ?
+        (await v.data())[0] : v;
+  }
+  return out;
+}
+
+function formatSeconds(s) {
+  if (!Number.isFinite(s)) return '?';
+  return s < 10 ? s.toFixed(1) : Math.round(s).toString();
+}
+
+class ProgbarLogger extends tfl.Callback {
+  constructor() {
+    super();
+    this.stream = null;
+  }
+
+  async onTrainBegin() {
+    const stream = progressBarHelper.stream;
+    this.stream = stream != null && stream.isTTY ? stream : null;
+    const {samples, batchSize, steps} = this.params || {};
+    this.batchesPerEpoch = samples != null && batchSize ? Math.ceil(samples / batchSize) :
+                           steps != null ? steps : 0;
+  }
+
+  async onEpochBegin(epoch) {
+    if (this.stream === null) return;
+    this.write(`Epoch ${epoch + 1} / ${this.params.epochs}\n`);
+    this.epochStart = Date.now();
+    this.batchesDone = 0;
+    this.lastRender = 0;
+    this.barShown = false;
+  }
+
+  async onBatchEnd(batch, logs) {
+    if (this.stream === null) return;
+    logs = await resolveLogs(logs);
+    this.batchesDone++;
+    const now = Date.now();
+    const last = this.batchesDone === this.batchesPerEpoch;
+    if (!last && now - this.lastRender < RENDER_THROTTLE_MS && this.barShown) return;
+    this.lastRender = now;
+    this.render(logs, now);
+  }
+
+  render(logs, now) {
+    const columns = this.stream.columns || 80;
+    const total = this.batchesPerEpoch;
+    const done = this.batchesDone;
+    const elapsed = (now - this.epochStart) / 1000;
+    const eta = total > 0 ? elapsed / done * Math.max(0, total - done) : NaN;
+    const counter = total > 0 ? `${done}/${total}` : `${done}`;
+    const barWidth = Math.max(10, Math.floor(columns * 0.3));
+    let bar;
+    if (total > 0) {
+      const filled = Math.min(barWidth, Math.round(barWidth * done / total));
+      bar = '='.repeat(Math.max(0, filled - 1)) + (filled > 0 ? '>' : '') +
+          '.'.repeat(barWidth - filled);
+    } else {
+      bar = '.'.repeat(barWidth);
+    }
+    const head = `eta=${formatSeconds(eta)} ${bar} ${counter} `;
+    const line = head + formatLogs(logs, Math.max(0, columns - head.length - 1));
+    this.write(`\r${line}\x1b[K`);
+    this.barShown = true;
+  }
+
+  async onEpochEnd(epoch, logs) {
+    if (this.stream === null) return;
+    logs = await resolveLogs(logs);
+    const ms = Date.now() - this.epochStart;
+    const usPerStep = this.params.samples != null ? ms / this.params.samples * 1e3 :
+                                                    ms / Math.max(1, this.batchesDone) * 1e3;
+    const clear = this.barShown ? '\r\x1b[K' : '';
+    this.write(`${clear}${ms.toFixed(0)}ms ${usPerStep.toFixed(0)}us/step - ${formatLogs(logs)}\n`);
+  }
+
+  write(text) {
+    this.stream.write(text);
+  }
+}
+
+let installed = false;
+
+/** Registers the bar for `verbose >= 1` (once). */
+function installProgressBar() {
+  if (installed) return;
+  installed = true;
+  tfl.registerCallbackConstructor(1, ProgbarLogger);
+}
+
+module.exports = {
+  installProgressBar,
+  ProgbarLogger,
+  progressBarHelper,
+  getSuccinctNumberDisplay,
+  getDisplayDecimalPlaces,
+};
