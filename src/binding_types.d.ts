@@ -9,14 +9,11 @@ export type DType =
 /** Dtypes whose elements live in a typed array (so `alloc` can make them). */
 export type NumericDType = Exclude<DType, 'string' | 'resource' | 'variant'>
 
-/**
- * The typed array of each dtype: Float32Array (float32; complex64 as interleaved re, im),
- * Int32Array, Uint8Array (bool, uint8), BigInt64Array (int64), Float64Array, Int8Array,
- * Int16Array, Uint16Array (also float16/bfloat16 bits), Uint32Array, BigUint64Array.
+/*
+ * `TypedArray` (declared by napi below) holds each dtype: Float32Array (float32; complex64 as
+ * interleaved re, im), Int32Array, Uint8Array (bool, uint8), BigInt64Array (int64), Float64Array,
+ * Int8Array, Int16Array, Uint16Array (also float16/bfloat16 bits), Uint32Array, BigUint64Array.
  */
-export type TypedArray =
-  | Float32Array | Int32Array | Uint8Array | BigInt64Array | Float64Array | Int8Array
-  | Int16Array | Uint16Array | Uint32Array | BigUint64Array
 
 /** An op attribute. An array `value` sets a list attr; a `shape` is dims (-1 unknown) or null (unknown rank). */
 export interface OpAttr {

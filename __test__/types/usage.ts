@@ -1,0 +1,41 @@
+// Compiled (not run) by types.test.js: every public name of the package type-checks.
+import * as tf from '../../index';
+import * as binding from '../../binding';
+
+async function main(): Promise<void> {
+  const x: tf.Tensor2D = tf.tensor2d([[1, 2], [3, 4]]);
+  const y = tf.matMul(x, x).add(tf.scalar(1));
+  const values: Float32Array | Int32Array | Uint8Array = y.dataSync();
+  const backendVersion: string = tf.version['tfjs-node-rs'];
+  const model = tf.sequential({ layers: [tf.layers.dense({ units: 1, inputShape: [2] })] });
+  model.compile({ optimizer: 'sgd', loss: 'meanSquaredError' });
+  await model.fit(x, tf.ones([2, 1]), { epochs: 1, verbose: 0, callbacks: [tf.node.tensorBoard('/tmp/logs', { updateFreq: 'batch' })] });
+  await model.save('file:///tmp/model');
+  const handler: tf.io.IOHandler = tf.io.fileSystem('/tmp/model/model.json');
+  const http: tf.io.IOHandler = tf.io.nodeHTTPRequest('http://127.0.0.1/model.json');
+
+  const metaGraphs: tf.MetaGraph[] = await tf.node.getMetaGraphsFromSavedModel('/tmp/saved');
+  const saved: tf.node.TFSavedModel = await tf.node.loadSavedModel('/tmp/saved', ['serve'], 'serving_default');
+  const out = saved.predict(x) as tf.Tensor;
+  const fetched: tf.Tensor[] = saved.execute({ x }, ['out:0']);
+  saved.dispose();
+  const count: number = tf.node.getNumOfSavedModels();
+
+  const image = tf.node.decodeImage(new Uint8Array(8), 3) as tf.Tensor3D;
+  const png: Uint8Array = await tf.node.encodePng(image, 6);
+  const jpeg: Uint8Array = await tf.node.encodeJpeg(image, 'rgb', 90);
+  const gif: tf.Tensor4D = tf.node.decodeGif(png);
+  const writer = tf.node.summaryFileWriter('/tmp/logs');
+  writer.scalar('loss', 0.5, 1);
+  writer.histogram('weights', tf.randomNormal([10]), 1);
+  writer.flush();
+
+  const backend = tf.backend() as tf.TensorFlowBackend;
+  const id: number = backend.binding.createTensor([2], 'float32', backend.binding.alloc('float32', 2));
+  const [info]: binding.TensorInfo[] = binding.executeOp('Neg', [{ name: 'T', type: 'type', value: 'float32' }], [id], 1);
+  const read = binding.tensorDataSync(info.id);
+  const stats: binding.Stats = binding.stats();
+  void [values, backendVersion, handler, http, metaGraphs, out, fetched, count, jpeg, gif, read, stats];
+}
+
+void main;

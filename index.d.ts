@@ -1,0 +1,174 @@
+// Types of `require('tfjs-node-rs')`: the whole @tensorflow/tfjs API, with the `tensorflow`
+// backend registered and current, plus the `tf.node` namespace and Node-only `tf.io` handlers.
+
+import {
+  InferenceModel, MetaGraph, ModelPredictConfig, ModelTensorInfo, NamedTensorMap,
+  Scalar, Tensor, Tensor3D, Tensor4D, Callback, io, KernelBackend,
+} from '@tensorflow/tfjs';
+import * as binding from './binding';
+
+export * from '@tensorflow/tfjs';
+
+/** tfjs's versions, plus this package's under `'tfjs-node-rs'`. */
+export declare const version: {
+  'tfjs-core': string;
+  'tfjs-backend-cpu': string;
+  'tfjs-backend-webgl': string;
+  'tfjs-data': string;
+  'tfjs-layers': string;
+  'tfjs-converter': string;
+  tfjs: string;
+  'tfjs-node-rs': string;
+};
+
+/**
+ * The `tensorflow` backend (`tf.backend()` while it is current): a tfjs KernelBackend whose
+ * kernels run as TensorFlow eager ops.
+ */
+export interface TensorFlowBackend extends KernelBackend {
+  /** The native binding it runs on (see binding.d.ts). */
+  readonly binding: typeof binding;
+  readonly isUsingGpuDevice: boolean;
+}
+
+export declare namespace node {
+  // ------------------------------------------------------------------ SavedModel
+
+  /**
+   * Tags and signature defs of every meta graph in `<path>/saved_model.pb`. Inputs and outputs
+   * carry `name` (graph tensor, `op:index`), `dtype` (the tfjs dtype that feeds / comes out:
+   * int64 and uint8 travel as int32), `tfDtype` (`'DT_FLOAT'`...) and `shape` (-1 for unknown
+   * dims, undefined for unknown rank). `__saved_model_init_op` is left out.
+   */
+  function getMetaGraphsFromSavedModel(path: string): Promise<MetaGraph[]>;
+
+  /**
+   * Loads one signature of the meta graph tagged exactly `tags` into a TF session. Models of
+   * the same directory and tags share one session.
+   */
+  function loadSavedModel(path: string, tags?: string[], signature?: string):
+      Promise<TFSavedModel>;
+
+  /** Distinct SavedModel sessions loaded (models that share a session count once). */
+  function getNumOfSavedModels(): number;
+
+  class TFSavedModel implements InferenceModel {
+    /** The signature's inputs, in input-key order (names without a trailing `:0`). */
+    readonly inputs: ModelTensorInfo[];
+    /** The signature's outputs, in output-key order. */
+    readonly outputs: ModelTensorInfo[];
+    /** Output key -> graph tensor name. */
+    readonly outputNodeNames: {[key: string]: string};
+    /**
+     * Runs the signature. Inputs: a tensor (single-input signatures), an array in input-key
+     * order, or a map by input key. Returns a tensor for a tensor input and one output, an
+     * array (output-key order) for tensor/array inputs, a map by output key for a map input.
+     * Wrong input names, dtypes or shapes throw before TF runs.
+     */
+    predict(inputs: Tensor|Tensor[]|NamedTensorMap, config?: ModelPredictConfig):
+        Tensor|Tensor[]|NamedTensorMap;
+    /**
+     * Runs the graph and fetches `outputs`: signature output keys or graph tensor names
+     * (`op:index`). A name gives a tensor, an array gives an array.
+     */
+    execute(inputs: Tensor|Tensor[]|NamedTensorMap, outputs: string): Tensor;
+    execute(inputs: Tensor|Tensor[]|NamedTensorMap, outputs: string[]): Tensor[];
+    /** Frees the model; its session closes when no other model shares it. */
+    dispose(): void;
+  }
+
+  // ------------------------------------------------------------------ images
+
+  enum ImageType { JPEG = 'jpeg', PNG = 'png', GIF = 'gif', BMP = 'BMP' }
+
+  /** The image type sniffed from the leading bytes; throws for anything else. */
+  function getImageType(content: Uint8Array): ImageType;
+
+  /**
+   * Decodes a BMP, GIF, JPEG or PNG into an int32 tensor. GIFs give [frames, h, w, 3], or the
+   * first frame as [h, w, 3] with `expandAnimations = false`; others give [h, w, channels].
+   * `channels`: 0 = as stored.
+   */
+  function decodeImage(content: Uint8Array, channels?: number, dtype?: 'int32',
+                       expandAnimations?: boolean): Tensor3D|Tensor4D;
+
+  /**
+   * Defaults: channels 0, ratio 1, fancyUpscaling true, tryRecoverTruncated false,
+   * acceptableFraction 1, dctMethod '' (TF's fast integer DCT; 'INTEGER_ACCURATE' matches
+   * libjpeg's default).
+   */
+  function decodeJpeg(contents: Uint8Array, channels?: number, ratio?: number,
+                      fancyUpscaling?: boolean, tryRecoverTruncated?: boolean,
+                      acceptableFraction?: number, dctMethod?: string): Tensor3D;
+  function decodePng(contents: Uint8Array, channels?: number, dtype?: 'int32'): Tensor3D;
+  function decodeBmp(contents: Uint8Array, channels?: number): Tensor3D;
+  function decodeGif(contents: Uint8Array): Tensor4D;
+
+  /**
+   * Encodes [h, w, 1|3] as JPEG. Defaults: format '' (by channels), quality 95, progressive
+   * false, optimizeSize false, chromaDownsampling true, densityUnit 'in', xDensity 300,
+   * yDensity 300, xmpMetadata ''.
+   */
+  function encodeJpeg(image: Tensor3D, format?: ''|'grayscale'|'rgb', quality?: number,
+                      progressive?: boolean, optimizeSize?: boolean,
+                      chromaDownsampling?: boolean, densityUnit?: 'in'|'cm',
+                      xDensity?: number, yDensity?: number, xmpMetadata?: string):
+      Promise<Uint8Array>;
+
+  /** Encodes [h, w, 1|2|3|4] as PNG; compression -1..9, default 1. */
+  function encodePng(image: Tensor3D, compression?: number): Promise<Uint8Array>;
+
+  // ------------------------------------------------------------------ TensorBoard
+
+  class SummaryFileWriter {
+    /** Writes a scalar (`simple_value`) for `name` at `step` (an integer). */
+    scalar(name: string, value: Scalar|number, step: number, description?: string): void;
+    /**
+     * Writes a histogram of `data` in `buckets` (default 30) equal-width buckets, as the
+     * `histograms` plugin's [k, 3] tensor of [left, right, count].
+     */
+    histogram(name: string, data: Tensor|number[]|Float32Array, step: number,
+              buckets?: number, description?: string): void;
+    /** Writes queued events to the event file. */
+    flush(): void;
+  }
+
+  /**
+   * The event-file writer for `logdir` (created recursively; one writer per directory).
+   * Events are queued and written when more than `maxQueue` (10) wait, `flushMillis`
+   * (120000) after the first queued one, on `flush()` and at process exit. The file is
+   * `events.out.tfevents.<time>.<host>.<pid>.<n><filenameSuffix>` ('.v2').
+   */
+  function summaryFileWriter(logdir: string, maxQueue?: number, flushMillis?: number,
+                             filenameSuffix?: string): SummaryFileWriter;
+
+  interface TensorBoardCallbackArgs {
+    /** 'epoch' (default): log after each epoch; 'batch': also after each batch. */
+    updateFreq?: 'batch'|'epoch';
+    /** Weight histograms every this many epochs; 0 (default) = never. */
+    histogramFreq?: number;
+  }
+
+  /**
+   * A `model.fit` callback: metrics go to `<logdir>/train` and (val_*) `<logdir>/val` as
+   * `epoch_<metric>` (step = epoch + 1) and `batch_<metric>` (step = batches seen).
+   */
+  class TensorBoardCallback extends Callback {
+    constructor(logdir?: string, args?: TensorBoardCallbackArgs);
+  }
+
+  function tensorBoard(logdir?: string, args?: TensorBoardCallbackArgs): TensorBoardCallback;
+}
+
+// Added to tf.io when the package loads (tf.io is @tensorflow/tfjs's io namespace):
+declare module '@tensorflow/tfjs-core/dist/io/io' {
+  /**
+   * The file system handler: a directory to save into (model.json + weights.bin) or a
+   * model.json to load (weights beside it), or [model.json, weights.bin]. `file://` URLs
+   * route here for model.save / tf.loadLayersModel / tf.loadGraphModel.
+   */
+  function fileSystem(path: string|string[]): io.IOHandler;
+  /** tfjs's http handler over Node's fetch; `requestInit` goes to every request. */
+  function nodeHTTPRequest(path: string, requestInit?: RequestInit,
+                           weightPathPrefix?: string): io.IOHandler;
+}
