@@ -200,7 +200,7 @@ pub fn run_prepared_op(
     js_call(&env, |js| {
         let state = EnvState::get(js)?;
         let mut view = js
-            .typed_array(io.raw())?
+            .float64_array(io.raw())?
             .ok_or_else(|| Error::Type("io must be a Float64Array".into()))?;
         let io = view
             .f64s_mut()

@@ -253,6 +253,39 @@ impl Js {
         Ok(true)
     }
 
+    /// A Float64Array read with one N-API call (the per-op fast path); `None` for any other
+    /// value. A detached buffer reports no data, which `f64s_mut` refuses.
+    pub fn float64_array(self, value: Value) -> Result<Option<TypedArrayView>> {
+        let (mut kind, mut length, mut data, mut buffer, mut offset) =
+            (0, 0usize, ptr::null_mut(), ptr::null_mut(), 0usize);
+        // SAFETY: as in napi_call!; a value that is no typed array answers napi_invalid_arg.
+        let status = unsafe {
+            sys::napi_get_typedarray_info(
+                self.env,
+                value,
+                &mut kind,
+                &mut length,
+                &mut data,
+                &mut buffer,
+                &mut offset,
+            )
+        };
+        if status == sys::Status::napi_invalid_arg {
+            return Ok(None);
+        }
+        self.check(status)?;
+        if ArrayKind::from_napi(kind) != Some(ArrayKind::Float64) {
+            return Ok(None);
+        }
+        Ok(Some(TypedArrayView {
+            kind: Some(ArrayKind::Float64),
+            data: data.cast(),
+            length,
+            byte_length: length * 8,
+            detached: data.is_null(),
+        }))
+    }
+
     pub fn typed_array(self, value: Value) -> Result<Option<TypedArrayView>> {
         let mut is = false;
         napi_call!(self, sys::napi_is_typedarray(self.env, value, &mut is));
