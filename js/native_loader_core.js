@@ -1,0 +1,339 @@
+'use strict';
+// The logic behind js/native_loader.js: checks the platform and the N-API
+// version before loading the addon, loads it through the napi-generated
+// binding.js, turns a failed load into one clear Error, and checks the
+// libtensorflow version after loading.
+//
+// Everything the checks look at (platform, arch, glibc, N-API version, the
+// environment, how binding.js is required, the file system) can be injected, so
+// __test__/native_loader.test.js simulates each failure without a broken install.
+
+const fs = require('fs');
+const path = require('path');
+
+const ROOT = path.resolve(__dirname, '..');
+const MIN_NAPI = 8; // Cargo.toml: napi feature "napi8"
+const TF_MAJOR = 2;
+const TF_BUILT_AGAINST = '2.21.0';
+const MIN_GLIBC = [2, 27]; // libtensorflow 2.21.0 is a manylinux_2_27 build
+const SUPPORTED = `Linux x64 with glibc >= ${MIN_GLIBC.join('.')} (target x86_64-unknown-linux-gnu)`;
+const PLATFORM_PACKAGE = 'tfjs-node-rs-linux-x64-gnu';
+const ADDON_FILE = 'tfjs-node-rs.linux-x64-gnu.node';
+const LIBS = ['libtensorflow_cc.so.2', 'libtensorflow_framework.so.2'];
+const ENV_DIR = 'TFJS_NODE_RS_LIBTENSORFLOW';
+const ERROR_CODE = 'TFJS_NODE_RS_LOAD';
+
+function loadError(message, cause) {
+  const err = new Error(`tfjs-node-rs: ${message}`);
+  err.code = ERROR_CODE;
+  if (cause !== undefined) err.cause = cause;
+  return err;
+}
+
+// The glibc version this process runs on; null for another C library; undefined
+// when it cannot be told (no process report), in which case loading is attempted.
+function runtimeGlibc() {
+  if (process.platform !== 'linux') return null;
+  let header;
+  try {
+    if ('excludeNetwork' in process.report) process.report.excludeNetwork = true;
+    header = process.report.getReport().header;
+  } catch {
+    return undefined;
+  }
+  return (header && header.glibcVersionRuntime) || null;
+}
+
+// What this process runs on. Fields: platform, arch, glibc (version string; null
+// for another libc; undefined if unknown), napi (process.versions.napi), node.
+function detect() {
+  return {
+    platform: process.platform,
+    arch: process.arch,
+    glibc: runtimeGlibc(),
+    napi: process.versions.napi,
+    node: process.version,
+  };
+}
+
+function versionBelow(version, min) {
+  const parts = String(version).split('.').map((n) => parseInt(n, 10));
+  for (let i = 0; i < min.length; i++) {
+    const v = Number.isFinite(parts[i]) ? parts[i] : 0;
+    if (v !== min[i]) return v < min[i];
+  }
+  return false;
+}
+
+/**
+ * Throws the Error for an unsupported platform, architecture or libc, or a
+ * Node.js whose N-API version is too old. Runs before the addon is loaded.
+ */
+function checkEnvironment({ platform, arch, glibc, napi, node } = detect()) {
+  if (platform !== 'linux' || arch !== 'x64') {
+    throw loadError(
+      `unsupported platform ${platform}/${arch}: prebuilt binaries exist only for ${SUPPORTED}. ` +
+        'Use such a machine or container (e.g. the node:20-bookworm-slim image).',
+    );
+  }
+  if (glibc === null || glibc === '') {
+    throw loadError(
+      `unsupported C library: this Linux x64 system does not use glibc (musl, e.g. Alpine?), and ` +
+        `libtensorflow needs glibc. Prebuilt binaries exist only for ${SUPPORTED}; use a glibc-based ` +
+        'distribution or image (e.g. node:20-bookworm-slim instead of node:20-alpine).',
+    );
+  }
+  if (glibc && versionBelow(glibc, MIN_GLIBC)) {
+    throw loadError(
+      `unsupported glibc ${glibc}: libtensorflow ${TF_BUILT_AGAINST} needs glibc >= ${MIN_GLIBC.join('.')}. ` +
+        `Prebuilt binaries exist only for ${SUPPORTED} (e.g. Debian 10+, Ubuntu 18.04+, RHEL 8+).`,
+    );
+  }
+  const napiVersion = parseInt(napi, 10);
+  if (!(napiVersion >= MIN_NAPI)) {
+    throw loadError(
+      `Node.js ${node || '(unknown version)'} provides N-API version ${napi === undefined ? '(none)' : napi}, ` +
+        `but the addon needs N-API ${MIN_NAPI} or newer. Use Node.js 18 or newer ` +
+        '(the supported versions are listed in the README).',
+    );
+  }
+}
+
+// ---------------------------------------------------------------------------
+// ELF: the DT_NEEDED and DT_RUNPATH/DT_RPATH entries of a 64-bit little-endian
+// shared object, read from its program headers (present even when stripped).
+
+function readElfDynamic(file, readFile = fs.readFileSync) {
+  const buf = readFile(file);
+  if (buf.length < 64 || buf.readUInt32BE(0) !== 0x7f454c46) throw new Error(`${file} is not an ELF file`);
+  if (buf[4] !== 2 || buf[5] !== 1) throw new Error(`${file} is not a 64-bit little-endian ELF file`);
+  const num = (off) => Number(buf.readBigUInt64LE(off));
+  const phoff = num(0x20);
+  const phentsize = buf.readUInt16LE(0x36);
+  const phnum = buf.readUInt16LE(0x38);
+  const loads = [];
+  let dynamic = null;
+  for (let i = 0; i < phnum; i++) {
+    const p = phoff + i * phentsize;
+    if (p + 56 > buf.length) throw new Error(`${file}: truncated program headers`);
+    const seg = { type: buf.readUInt32LE(p), offset: num(p + 8), vaddr: num(p + 16), filesz: num(p + 32) };
+    if (seg.type === 1) loads.push(seg);
+    if (seg.type === 2) dynamic = seg;
+  }
+  if (!dynamic) return { needed: [], runpath: [], rpath: [] };
+  const entries = [];
+  for (let p = dynamic.offset; p + 16 <= dynamic.offset + dynamic.filesz && p + 16 <= buf.length; p += 16) {
+    const tag = num(p);
+    if (tag === 0) break;
+    entries.push({ tag, val: num(p + 8) });
+  }
+  const strtabAddr = (entries.find((e) => e.tag === 5) || {}).val;
+  const seg = loads.find((l) => strtabAddr >= l.vaddr && strtabAddr < l.vaddr + l.filesz);
+  if (strtabAddr === undefined || !seg) throw new Error(`${file}: no string table for the dynamic section`);
+  const strtab = strtabAddr - seg.vaddr + seg.offset;
+  const str = (off) => {
+    const start = strtab + off;
+    const end = buf.indexOf(0, start);
+    return buf.toString('utf8', start, end < 0 ? buf.length : end);
+  };
+  const list = (tag) => entries.filter((e) => e.tag === tag).map((e) => str(e.val));
+  const split = (values) => values.flatMap((v) => v.split(':')).filter(Boolean);
+  return { needed: list(1), runpath: split(list(29)), rpath: split(list(15)) };
+}
+
+// ---------------------------------------------------------------------------
+// Explaining a failed load.
+
+function exists(p, fsImpl = fs) {
+  try {
+    fsImpl.statSync(p);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+// The addon files binding.js may have loaded, existing ones only: the one next to
+// binding.js (a development build) and the one in the per-platform package.
+function addonCandidates({ root = ROOT, resolve = require.resolve, fsImpl = fs } = {}) {
+  const out = [];
+  const local = path.join(root, ADDON_FILE);
+  if (exists(local, fsImpl)) out.push(local);
+  try {
+    const pkg = resolve(`${PLATFORM_PACKAGE}/package.json`, { paths: [root] });
+    const file = path.join(path.dirname(pkg), ADDON_FILE);
+    if (exists(file, fsImpl)) out.push(file);
+  } catch {
+    // not installed
+  }
+  return out;
+}
+
+// Where the dynamic linker looks for libtensorflow for the given addon.
+function searchDirs(addon, { env = process.env, readFile = fs.readFileSync } = {}) {
+  const dirs = [];
+  if (env.LD_LIBRARY_PATH) dirs.push(...env.LD_LIBRARY_PATH.split(':').filter(Boolean));
+  let elf = null;
+  try {
+    elf = readElfDynamic(addon, readFile);
+  } catch {
+    // unreadable: fall back to the paths build.rs sets
+  }
+  const origin = path.dirname(addon);
+  const entries = elf && (elf.runpath.length || elf.rpath.length)
+    ? (elf.runpath.length ? elf.runpath : elf.rpath)
+    : ['$ORIGIN/deps/lib', '$ORIGIN/../tfjs-node-rs/deps/lib', '$ORIGIN/../../deps/lib'];
+  for (const e of entries) dirs.push(path.resolve(e.replace(/\$(ORIGIN|\{ORIGIN\})/g, origin)));
+  dirs.push('the system library directories (ld.so.cache, /lib, /usr/lib)');
+  return [...new Set(dirs)];
+}
+
+// Messages of an error and its causes (binding.js chains one per attempt).
+function messages(err) {
+  const out = [];
+  const seen = new Set();
+  for (let e = err; e && !seen.has(e) && out.length < 50; e = e.cause) {
+    seen.add(e);
+    out.push(e && typeof e.message === 'string' ? e.message : String(e));
+  }
+  return out;
+}
+
+function indent(lines) {
+  return lines.map((l) => `  ${l}`).join('\n');
+}
+
+/** Turns an error from require('binding.js') into one clear Error. */
+function explainLoadError(err, { root = ROOT, env = process.env, resolve = require.resolve, fsImpl = fs, readFile = fs.readFileSync } = {}) {
+  const all = messages(err);
+  const text = all.join('\n');
+  const candidates = addonCandidates({ root, resolve, fsImpl });
+  const details = `\nThe loader reported:\n${indent(all.filter((m) => !/^Cannot find native binding/.test(m)).slice(0, 8))}`;
+
+  const missing = /(libtensorflow[\w.+-]*\.so[\w.]*): cannot open shared object file/.exec(text);
+  if (missing) {
+    const addon = candidates[0] || path.join(root, ADDON_FILE);
+    const dirs = searchDirs(addon, { env, readFile });
+    const ownDeps = path.join(root, 'deps', 'lib');
+    return loadError(
+      `libtensorflow is missing: the addon ${addon} needs libtensorflow ${TF_BUILT_AGAINST} ` +
+        `(${LIBS.join(' and ')}), and ${missing[1]} was not found in:\n${indent(dirs)}\n` +
+        `The install step puts it in ${ownDeps}${exists(ownDeps, fsImpl) ? ' (present but incomplete)' : ' (absent)'}. ` +
+        'To fix it, run `npm rebuild tfjs-node-rs` (it takes the tensorflow-cpu wheel from the cache ' +
+        '~/.cache/tfjs-node-rs or downloads it with pip), or set ' +
+        `${ENV_DIR} to a directory holding ${LIBS.join(' and ')} (e.g. site-packages/tensorflow of a ` +
+        `Python tensorflow ${TF_BUILT_AGAINST}) and run \`npm rebuild tfjs-node-rs\`. If npm skipped the ` +
+        'install script (--ignore-scripts, or an allowScripts policy), allow it first with ' +
+        '`npm install-scripts approve tfjs-node-rs` (npm versions with install-script approval).' +
+        details,
+      err,
+    );
+  }
+
+  const glibc = /version `(GLIBC(?:XX)?_[\d.]+)' not found/.exec(text);
+  if (glibc) {
+    return loadError(
+      `the system's C/C++ runtime is too old: ${glibc[1]} is needed but not found. ` +
+        `Prebuilt binaries exist only for ${SUPPORTED}.${details}`,
+      err,
+    );
+  }
+
+  const symbol = /undefined symbol: (\S+)/.exec(text);
+  if (symbol) {
+    return loadError(
+      `the libtensorflow found is incompatible: it lacks the symbol ${symbol[1]}. tfjs-node-rs needs ` +
+        `libtensorflow ${TF_MAJOR}.x (built against ${TF_BUILT_AGAINST}). If ${ENV_DIR} or LD_LIBRARY_PATH ` +
+        'points to another TensorFlow, fix or unset it and run `npm rebuild tfjs-node-rs`.' +
+        details,
+      err,
+    );
+  }
+
+  const badElf = /(invalid ELF header|wrong ELF class|file too short|ELF load command)/.exec(text);
+  if (badElf) {
+    return loadError(
+      `the addon file${candidates.length ? ` ${candidates.join(' or ')}` : ''} is damaged or built for another ` +
+        `platform (${badElf[1]}). Reinstall tfjs-node-rs (remove node_modules and run \`npm install\`).${details}`,
+      err,
+    );
+  }
+
+  if (!candidates.length) {
+    return loadError(
+      `the prebuilt addon is not installed: neither ${path.join(root, ADDON_FILE)} nor the package ` +
+        `${PLATFORM_PACKAGE} (an optional dependency of tfjs-node-rs) was found. npm skips it when ` +
+        'installing with --omit=optional or --no-optional, or when the lock file was made on another ' +
+        'platform (https://github.com/npm/cli/issues/4828): remove node_modules and package-lock.json and ' +
+        'run `npm install` again. In a development checkout, run `npm run build`.' +
+        details,
+      err,
+    );
+  }
+
+  return loadError(`the native addon (${candidates.join(' or ')}) could not be loaded.${details}`, err);
+}
+
+/** Throws unless the loaded libtensorflow has the major version the addon needs. */
+function checkTfVersion(binding) {
+  let version;
+  try {
+    version = String(binding.tfVersion());
+  } catch (err) {
+    throw loadError(`the addon loaded, but asking libtensorflow for its version (TF_Version) failed: ${err.message}`, err);
+  }
+  const major = parseInt(version, 10);
+  if (major !== TF_MAJOR) {
+    throw loadError(
+      `incompatible libtensorflow ${version}: tfjs-node-rs needs libtensorflow ${TF_MAJOR}.x ` +
+        `(built against ${TF_BUILT_AGAINST}). If ${ENV_DIR} or LD_LIBRARY_PATH points to another ` +
+        'TensorFlow, fix or unset it and run `npm rebuild tfjs-node-rs`.',
+    );
+  }
+  return version;
+}
+
+/**
+ * Loads the addon: environment checks, TF_CPP_MIN_LOG_LEVEL, require, error
+ * explanation, TF_Version check. Returns the binding.
+ */
+function load({
+  system = detect(),
+  env = process.env,
+  requireBinding = () => require('../binding.js'),
+  root = ROOT,
+  resolve = require.resolve,
+  fsImpl = fs,
+  readFile = fs.readFileSync,
+} = {}) {
+  checkEnvironment(system);
+  // TensorFlow logs at INFO level while starting; keep warnings and errors only
+  // unless the user chose a level. Must be set before libtensorflow is loaded.
+  if (env.TF_CPP_MIN_LOG_LEVEL === undefined) env.TF_CPP_MIN_LOG_LEVEL = '2';
+  let binding;
+  try {
+    binding = requireBinding();
+  } catch (err) {
+    throw explainLoadError(err, { root, env, resolve, fsImpl, readFile });
+  }
+  checkTfVersion(binding);
+  return binding;
+}
+
+module.exports = {
+  load,
+  detect,
+  checkEnvironment,
+  explainLoadError,
+  checkTfVersion,
+  readElfDynamic,
+  searchDirs,
+  addonCandidates,
+  ERROR_CODE,
+  MIN_NAPI,
+  MIN_GLIBC,
+  TF_MAJOR,
+  SUPPORTED,
+  PLATFORM_PACKAGE,
+  ADDON_FILE,
+};

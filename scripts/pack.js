@@ -1,0 +1,249 @@
+#!/usr/bin/env node
+'use strict';
+// Packs the npm packages the napi-rs way:
+//   tfjs-node-rs-<version>.tgz                  the root package (JS, binding.js loader,
+//                                               postinstall that provides libtensorflow)
+//   tfjs-node-rs-linux-x64-gnu-<version>.tgz    the per-platform package (npm/linux-x64-gnu/)
+//                                               holding the prebuilt tfjs-node-rs.linux-x64-gnu.node
+//
+// Before packing it copies the built addon into npm/<platform>/, checks the addon
+// (DT_NEEDED libtensorflow_cc.so.2, a RUNPATH that finds node_modules/tfjs-node-rs/deps/lib),
+// that the versions of the packages and of the root's optionalDependencies agree,
+// and after packing, what each tarball holds (no Rust sources, no libtensorflow,
+// no addon in the root package).
+//
+//   node scripts/pack.js [--out DIR] [--build]
+//     --out DIR   where the tarballs go (default: the repository root; *.tgz is git-ignored)
+//     --build     build the addon first (scripts/build.js) when it is missing or older
+//                 than the Rust sources
+
+const fs = require('fs');
+const path = require('path');
+const { spawnSync } = require('child_process');
+
+const ROOT = path.resolve(__dirname, '..');
+
+// napi target triple -> the platform suffix napi-rs uses in file and package names.
+const PLATFORMS = {
+  'x86_64-unknown-linux-gnu': 'linux-x64-gnu',
+};
+
+// What the root tarball must hold, and must not.
+const ROOT_REQUIRED = [
+  'package.json', 'index.js', 'index.d.ts', 'binding.js', 'binding.d.ts',
+  'js/native_loader.js', 'js/native_loader_core.js',
+  'scripts/postinstall.js', 'scripts/libtensorflow.js', 'scripts/build.js',
+];
+const ROOT_FORBIDDEN = [
+  /^src\//, /^Cargo\.(toml|lock)$/, /^build\.rs$/, /^deps\//, /^target\//, /\.node$/, /^__test__\//,
+  /^npm\//, /^\.cargo\//, /^\.ci\//, /\.tgz$/,
+];
+
+function log(message) {
+  process.stderr.write(`tfjs-node-rs pack: ${message}\n`);
+}
+
+function fail(message) {
+  const err = new Error(message);
+  err.code = 'TFJS_NODE_RS_PACK';
+  return err;
+}
+
+function readJson(file) {
+  return JSON.parse(fs.readFileSync(file, 'utf8'));
+}
+
+// The npm CLI: the one running us (npm run) if any, else npm on PATH.
+function npmCommand(env = process.env) {
+  const execpath = env.npm_execpath;
+  if (execpath && /npm-cli\.js$/.test(execpath) && fs.existsSync(execpath)) {
+    return { cmd: process.execPath, pre: [execpath] };
+  }
+  return { cmd: 'npm', pre: [] };
+}
+
+function runNpm(args, { cwd, env = process.env }) {
+  const npm = npmCommand(env);
+  const res = spawnSync(npm.cmd, [...npm.pre, ...args], { cwd, env, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+  if (res.error) throw res.error;
+  return res;
+}
+
+/** The packages to pack: root info and one entry per napi target. */
+function describe(root = ROOT) {
+  const pkg = readJson(path.join(root, 'package.json'));
+  const napi = pkg.napi || {};
+  const binaryName = napi.binaryName || pkg.name;
+  const targets = napi.targets || [];
+  if (!targets.length) throw fail('package.json has no napi.targets');
+  const platforms = targets.map((target) => {
+    const suffix = PLATFORMS[target];
+    if (!suffix) throw fail(`napi target ${target} is not known to scripts/pack.js`);
+    const dir = path.join(root, 'npm', suffix);
+    return {
+      target,
+      suffix,
+      dir,
+      name: `${pkg.name}-${suffix}`,
+      addon: `${binaryName}.${suffix}.node`,
+    };
+  });
+  return { root, pkg, binaryName, platforms };
+}
+
+function checkVersions({ pkg, platforms }) {
+  const optional = pkg.optionalDependencies || {};
+  for (const p of platforms) {
+    const file = path.join(p.dir, 'package.json');
+    if (!fs.existsSync(file)) throw fail(`${file} is missing (napi create-npm-dirs makes it)`);
+    const sub = readJson(file);
+    if (sub.name !== p.name) throw fail(`${file}: name is ${sub.name}, expected ${p.name}`);
+    if (sub.version !== pkg.version) {
+      throw fail(`${file}: version ${sub.version} differs from the root package's ${pkg.version} (run \`napi version\`)`);
+    }
+    if (sub.main !== p.addon || !(sub.files || []).includes(p.addon)) {
+      throw fail(`${file}: main and files must name ${p.addon}`);
+    }
+    if (optional[p.name] !== pkg.version) {
+      throw fail(`package.json: optionalDependencies["${p.name}"] must be "${pkg.version}" (is ${JSON.stringify(optional[p.name])})`);
+    }
+  }
+}
+
+// The addon must link libtensorflow_cc.so.2 and find it in the installed layout.
+function checkAddon(file) {
+  const { readElfDynamic } = require('../js/native_loader_core');
+  const elf = readElfDynamic(file);
+  if (!elf.needed.includes('libtensorflow_cc.so.2')) {
+    throw fail(`${file} does not link libtensorflow_cc.so.2 (DT_NEEDED: ${elf.needed.join(', ')})`);
+  }
+  const runpath = elf.runpath.length ? elf.runpath : elf.rpath;
+  if (!runpath.includes('$ORIGIN/../tfjs-node-rs/deps/lib')) {
+    throw fail(`${file}: RUNPATH (${runpath.join(':') || 'none'}) lacks $ORIGIN/../tfjs-node-rs/deps/lib (see build.rs)`);
+  }
+  return elf;
+}
+
+function newestSourceMtime(root) {
+  let newest = 0;
+  const visit = (p) => {
+    let st;
+    try {
+      st = fs.statSync(p);
+    } catch {
+      return;
+    }
+    if (st.isDirectory()) for (const n of fs.readdirSync(p)) visit(path.join(p, n));
+    else newest = Math.max(newest, st.mtimeMs);
+  };
+  for (const p of ['src', 'build.rs', 'Cargo.toml', 'Cargo.lock']) visit(path.join(root, p));
+  return newest;
+}
+
+async function ensureAddon(info, { build }) {
+  const { root, platforms } = info;
+  const buildMod = require('./build');
+  for (const p of platforms) {
+    const file = path.join(root, p.addon);
+    let why = null;
+    if (!fs.existsSync(file)) why = `${p.addon} is missing`;
+    else if (!fs.existsSync(path.join(root, 'binding.js'))) why = 'binding.js is missing';
+    else if (buildMod.isDevCheckout(root) && newestSourceMtime(root) > fs.statSync(file).mtimeMs) {
+      why = `${p.addon} is older than the Rust sources`;
+    }
+    if (!why) continue;
+    if (!build) throw fail(`${why}: run \`npm run build\` first (or pass --build)`);
+    log(`building the addon: ${why}`);
+    const code = await buildMod.build({ root, log });
+    if (code !== 0) throw fail(`the build failed (exit code ${code})`);
+    if (!fs.existsSync(file)) throw fail(`the build did not produce ${p.addon}`);
+  }
+}
+
+function npmPack(dir, out) {
+  const res = runNpm(['pack', '--json', '--ignore-scripts', '--pack-destination', out], { cwd: dir });
+  if (res.status !== 0) throw fail(`npm pack in ${dir} failed:\n${res.stderr || res.stdout}`);
+  let parsed;
+  try {
+    parsed = JSON.parse(res.stdout.slice(res.stdout.indexOf('[')));
+  } catch (err) {
+    throw fail(`npm pack in ${dir} printed no JSON:\n${res.stdout}\n${res.stderr}`);
+  }
+  const r = parsed[0];
+  return {
+    file: path.join(out, r.filename),
+    size: r.size,
+    unpackedSize: r.unpackedSize,
+    files: r.files.map((f) => f.path),
+  };
+}
+
+function checkRootContents(files) {
+  const missing = ROOT_REQUIRED.filter((f) => !files.includes(f));
+  if (missing.length) throw fail(`the root tarball lacks ${missing.join(', ')} (package.json "files")`);
+  const bad = files.filter((f) => ROOT_FORBIDDEN.some((re) => re.test(f)));
+  if (bad.length) throw fail(`the root tarball must not hold ${bad.join(', ')} (package.json "files")`);
+}
+
+function fmtMB(bytes) {
+  return `${(bytes / 1024 / 1024).toFixed(1)} MB`;
+}
+
+/**
+ * Packs the root and per-platform packages into `out`.
+ * Returns { root: { file, size, files }, platforms: [{ name, file, size, files }], seconds }.
+ */
+async function pack({ root = ROOT, out = ROOT, build = false } = {}) {
+  const started = Date.now();
+  root = path.resolve(root);
+  out = path.resolve(out);
+  fs.mkdirSync(out, { recursive: true });
+  const info = describe(root);
+  checkVersions(info);
+  await ensureAddon(info, { build });
+  const platforms = [];
+  for (const p of info.platforms) {
+    const src = path.join(root, p.addon);
+    checkAddon(src);
+    const dest = path.join(p.dir, p.addon);
+    fs.copyFileSync(src, dest);
+    const packed = npmPack(p.dir, out);
+    if (!packed.files.includes(p.addon) || !packed.files.includes('package.json')) {
+      throw fail(`${packed.file} lacks ${p.addon} (files: ${packed.files.join(', ')})`);
+    }
+    log(`${path.basename(packed.file)}: ${fmtMB(packed.size)} (${packed.files.join(', ')})`);
+    platforms.push({ name: p.name, ...packed });
+  }
+  const rootPacked = npmPack(root, out);
+  checkRootContents(rootPacked.files);
+  log(`${path.basename(rootPacked.file)}: ${fmtMB(rootPacked.size)}, ${rootPacked.files.length} files`);
+  const seconds = (Date.now() - started) / 1000;
+  log(`packed in ${seconds.toFixed(1)} s into ${out}`);
+  return { root: rootPacked, platforms, seconds };
+}
+
+function parseArgs(argv) {
+  const opts = { out: ROOT, build: false };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === '--out') opts.out = path.resolve(argv[++i]);
+    else if (a.startsWith('--out=')) opts.out = path.resolve(a.slice(6));
+    else if (a === '--build') opts.build = true;
+    else throw fail(`unknown argument ${a} (usage: node scripts/pack.js [--out DIR] [--build])`);
+  }
+  return opts;
+}
+
+async function main() {
+  try {
+    const res = await pack(parseArgs(process.argv.slice(2)));
+    for (const f of [...res.platforms.map((p) => p.file), res.root.file]) process.stdout.write(`${f}\n`);
+  } catch (err) {
+    process.stderr.write(`tfjs-node-rs pack: ${err.code === 'TFJS_NODE_RS_PACK' || err.code === 'TFJS_NODE_RS_SETUP' ? err.message : err.stack}\n`);
+    process.exitCode = 1;
+  }
+}
+
+module.exports = { pack, describe, checkAddon, npmCommand, runNpm, ROOT_REQUIRED, ROOT_FORBIDDEN };
+
+if (require.main === module) main();
