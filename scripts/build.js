@@ -115,6 +115,38 @@ async function main() {
   }
 }
 
-module.exports = { build, buildEnv, isDevCheckout, napiCli, reportError };
+// The newest modification time among the files the addon is built from.
+function newestSourceMtime(root = DEFAULT_ROOT) {
+  let newest = 0;
+  const visit = (p) => {
+    let st;
+    try {
+      st = fs.statSync(p);
+    } catch {
+      return;
+    }
+    if (st.isDirectory()) for (const n of fs.readdirSync(p)) visit(path.join(p, n));
+    else newest = Math.max(newest, st.mtimeMs);
+  };
+  for (const p of ['src', 'build.rs', 'Cargo.toml', 'Cargo.lock', path.join('.cargo', 'config.toml')]) {
+    visit(path.join(root, p));
+  }
+  return newest;
+}
+
+// Runs a script's async main: its result is the exit code; an error is reported in one line.
+function runMain(main) {
+  main().then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (err) => {
+      reportError(err);
+      process.exitCode = 1;
+    },
+  );
+}
+
+module.exports = { build, buildEnv, isDevCheckout, napiCli, newestSourceMtime, reportError, runMain };
 
 if (require.main === module) main();

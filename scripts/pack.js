@@ -124,22 +124,6 @@ function checkAddon(file) {
   return elf;
 }
 
-function newestSourceMtime(root) {
-  let newest = 0;
-  const visit = (p) => {
-    let st;
-    try {
-      st = fs.statSync(p);
-    } catch {
-      return;
-    }
-    if (st.isDirectory()) for (const n of fs.readdirSync(p)) visit(path.join(p, n));
-    else newest = Math.max(newest, st.mtimeMs);
-  };
-  for (const p of ['src', 'build.rs', 'Cargo.toml', 'Cargo.lock']) visit(path.join(root, p));
-  return newest;
-}
-
 async function ensureAddon(info, { build }) {
   const { root, platforms } = info;
   const buildMod = require('./build');
@@ -148,7 +132,7 @@ async function ensureAddon(info, { build }) {
     let why = null;
     if (!fs.existsSync(file)) why = `${p.addon} is missing`;
     else if (!fs.existsSync(path.join(root, 'binding.js'))) why = 'binding.js is missing';
-    else if (buildMod.isDevCheckout(root) && newestSourceMtime(root) > fs.statSync(file).mtimeMs) {
+    else if (buildMod.isDevCheckout(root) && buildMod.newestSourceMtime(root) > fs.statSync(file).mtimeMs) {
       why = `${p.addon} is older than the Rust sources`;
     }
     if (!why) continue;

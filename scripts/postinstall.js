@@ -7,7 +7,7 @@
 
 const path = require('path');
 const { ensureLibtensorflow } = require('./libtensorflow');
-const { build, isDevCheckout, napiCli, reportError } = require('./build');
+const { build, isDevCheckout, napiCli, runMain } = require('./build');
 
 const root = path.resolve(__dirname, '..');
 
@@ -29,12 +29,4 @@ async function main() {
   return build({ root, log });
 }
 
-main().then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (err) => {
-    reportError(err);
-    process.exitCode = 1;
-  },
-);
+runMain(main);

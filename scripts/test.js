@@ -8,7 +8,7 @@
 const fs = require('fs');
 const path = require('path');
 const { spawnSync } = require('child_process');
-const { build, buildEnv, isDevCheckout, napiCli, reportError } = require('./build');
+const { build, buildEnv, isDevCheckout, napiCli, newestSourceMtime, runMain } = require('./build');
 
 const root = path.resolve(__dirname, '..');
 const testDir = path.join(root, '__test__');
@@ -65,24 +65,6 @@ function addonFile() {
   return path.join(root, `${name}.${process.platform}-${process.arch}${abi}.node`);
 }
 
-function newestSource() {
-  let newest = 0;
-  const visit = (p) => {
-    let st;
-    try {
-      st = fs.statSync(p);
-    } catch {
-      return;
-    }
-    if (st.isDirectory()) for (const n of fs.readdirSync(p)) visit(path.join(p, n));
-    else newest = Math.max(newest, st.mtimeMs);
-  };
-  for (const p of ['src', 'build.rs', 'Cargo.toml', 'Cargo.lock', path.join('.cargo', 'config.toml')]) {
-    visit(path.join(root, p));
-  }
-  return newest;
-}
-
 // Why the addon needs building, or null when it is up to date.
 function staleReason() {
   if (!fs.existsSync(path.join(root, 'binding.js'))) return 'binding.js is missing';
@@ -93,7 +75,7 @@ function staleReason() {
   } catch {
     return `${path.basename(file)} is missing`;
   }
-  if (newestSource() > built) return 'the Rust sources changed since the last build';
+  if (newestSourceMtime(root) > built) return 'the Rust sources changed since the last build';
   return null;
 }
 
@@ -121,12 +103,4 @@ async function main() {
   return 0;
 }
 
-main().then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (err) => {
-    reportError(err);
-    process.exitCode = 1;
-  },
-);
+runMain(main);
