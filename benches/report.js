@@ -1,0 +1,437 @@
+'use strict';
+// Turns a results object from run.js into ratios, targets, a text table, RESULTS.md and an SVG
+// chart. Ratios are always peer time / tensorflow time: above 1 means this backend is faster.
+
+const PEERS = ['tfjs-node', 'wasm', 'cpu'];
+const COLORS = {'tfjs-node': '#e8710a', 'wasm': '#5b6abf', 'cpu': '#7f8c8d'};
+
+const ratio = (peer, mine) => (peer != null && mine != null && mine > 0 ? peer / mine : null);
+const geomean = (xs) => {
+  const ok = xs.filter((x) => x != null && x > 0);
+  return ok.length ? Math.exp(ok.reduce((s, x) => s + Math.log(x), 0) / ok.length) : null;
+};
+
+function peersOf(results) {
+  return PEERS.filter((p) => (results.backendsRun || []).includes(p));
+}
+
+function derive(results) {
+  const P = results.primary;
+  const peers = peersOf(results);
+  if (results.models) {
+    for (const row of results.models) {
+      row.ratios = {};
+      const mine = row.results[P] && row.results[P].ms;
+      for (const p of peers) row.ratios[p] = ratio(row.results[p] && row.results[p].ms, mine);
+    }
+    results.geomean = {};
+    for (const p of peers) results.geomean[p] = geomean(results.models.map((r) => r.ratios[p]));
+  }
+  const m = results.micro;
+  if (m) {
+    const val = (x, k = 'ms') => (x ? x[k] : null);
+    m.ratios = {perOp: {}, create: {}, readback: {}, roundTrip: {}};
+    for (const p of peers) {
+      m.ratios.perOp[p] = ratio(val(m.perOp[p], 'ns'), val(m.perOp[P], 'ns'));
+      m.ratios.roundTrip[p] = ratio(val(m.roundTrip[p]), val(m.roundTrip[P]));
+    }
+    for (const n of Object.keys(m.readback)) {
+      m.ratios.readback[n] = {};
+      for (const p of peers) m.ratios.readback[n][p] = ratio(val(m.readback[n][p]),
+                                                             val(m.readback[n][P]));
+    }
+    for (const n of Object.keys(m.create.plain || {})) {
+      m.ratios.create[n] = {};
+      for (const p of peers) m.ratios.create[n][p] = ratio(val(m.create.plain[n][p]),
+                                                           val(m.create.plain[n][P]));
+    }
+  }
+  results.targets = targets(results);
+  return results;
+}
+
+function targets(results) {
+  const P = results.primary;
+  const out = [];
+  const add = (name, value, goal, met, detail) => out.push({name, value, goal, met, detail});
+  const has = (b) => (results.backendsRun || []).includes(b);
+  const f2 = (x) => (x == null ? 'n/a' : x.toFixed(2));
+  if (results.models && has(P)) {
+    for (const peer of peersOf(results)) {
+      const rows = results.models.filter((r) => r.ratios[peer] != null);
+      const slow = rows.filter((r) => r.ratios[peer] < 1);
+      add(`every model faster than ${peer}`, `${rows.length - slow.length}/${rows.length}`,
+          'ratio ≥ 1.0 on each', rows.length > 0 && slow.length === 0,
+          slow.map((r) => `${r.model} ${r.method} ${f2(r.ratios[peer])}`).join(', '));
+    }
+    if (has('tfjs-node')) {
+      const g = results.geomean['tfjs-node'];
+      add('geometric mean vs tfjs-node', f2(g), '≥ 1.20', g != null && g >= 1.2);
+    }
+  }
+  const m = results.micro;
+  if (m && m.perOp[P]) {
+    const mine = m.perOp[P].ns;
+    if (m.perOp['tfjs-node']) {
+      const r = mine / m.perOp['tfjs-node'].ns;
+      add('per-op overhead vs tfjs-node', `${f2(r)}×`, '≤ 0.75×', r <= 0.75,
+          `${mine.toFixed(0)} ns vs ${m.perOp['tfjs-node'].ns.toFixed(0)} ns`);
+    }
+    if (m.cFloor && m.cFloor.ns) {
+      const r = mine / m.cFloor.ns;
+      add('per-op overhead vs C TFE_Execute loop', `${f2(r)}×`, '≤ 1.3×', r <= 1.3,
+          `${mine.toFixed(0)} ns vs ${m.cFloor.ns.toFixed(0)} ns`);
+    }
+    const big = String(1e7);
+    if (m.readback[big] && m.readback[big]['tfjs-node'] && m.readback[big][P]) {
+      const r = m.readback[big]['tfjs-node'].ms / m.readback[big][P].ms;
+      add('readback of 1e7 float32 vs tfjs-node', `${f2(r)}× faster`, '≥ 10×', r >= 10);
+    }
+    if (m.create.plain && has('tfjs-node')) {
+      const sizes = Object.keys(m.create.plain);
+      const slow = sizes.filter((n) => m.ratios.create[n]['tfjs-node'] < 1);
+      add('creation from a plain Float32Array vs tfjs-node',
+          `${sizes.length - slow.length}/${sizes.length} sizes`, 'ratio ≥ 1.0 on each',
+          slow.length === 0,
+          sizes.map((n) => `${fmtN(n)}: ${f2(m.ratios.create[n]['tfjs-node'])}`).join(', '));
+    }
+    for (const source of ['aligned', 'readback']) {
+      const c = m.create[source];
+      if (!c) continue;
+      const sizes = Object.keys(c).map(Number).sort((a, b) => a - b);
+      const lo = c[sizes[0]][P], hi = c[sizes[sizes.length - 1]][P];
+      if (!lo || !hi) continue;
+      const r = hi.ms / lo.ms;
+      add(`creation from ${source === 'aligned' ? 'aligned memory' : 'data read back from TF'}` +
+          ' independent of size', `${fmtN(sizes[sizes.length - 1])} / ${fmtN(sizes[0])} = ` +
+          `${f2(r)}×`, '≤ 2× (flat)', r <= 2, `${fmtMs(lo.ms)} → ${fmtMs(hi.ms)} ms`);
+    }
+  }
+  const al = results.rss && results.rss[`${P}/aligned`];
+  if (al && al.peakDeltaMB != null) {
+    add('peak RSS added by a 400 MB tensor in aligned memory', `${al.peakDeltaMB.toFixed(0)} MB`,
+        '< 40 MB (no second copy)', al.peakDeltaMB < 40);
+  }
+  return out;
+}
+
+// ------------------------------------------------------------------ formatting
+
+function fmtN(n) {
+  n = Number(n);
+  const e = Math.round(Math.log10(n));
+  return 10 ** e === n ? `1e${e}` : String(n);
+}
+
+function fmtMs(x) {
+  if (x == null) return '—';
+  if (x >= 100) return x.toFixed(0);
+  if (x >= 10) return x.toFixed(1);
+  if (x >= 1) return x.toFixed(2);
+  if (x >= 0.01) return x.toFixed(3);
+  return x.toPrecision(2);
+}
+
+const fmtR = (x) => (x == null ? '—' : x >= 10 ? x.toFixed(1) : x.toFixed(2));
+
+// `align`: one letter per column, l or r; by default the first two columns left, the rest right.
+function table(header, rows, align = null) {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => String(r[i]).length)));
+  const left = (i) => (align ? align[i] === 'l' : i < 2);
+  const line = (r) => r.map((c, i) => (left(i) ? String(c).padEnd(widths[i]) :
+                                                 String(c).padStart(widths[i]))).join('  ')
+      .trimEnd();
+  return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)]
+      .join('\n');
+}
+
+function mdTable(header, rows, leftCols = 2) {
+  const align = header.map((_, i) => (i < leftCols ? '---' : '---:'));
+  return [header, align, ...rows].map((r) => `| ${r.join(' | ')} |`).join('\n');
+}
+
+// A model cell: ms, '*' when only the warm-up call was timed, 'n/a' when the backend lacks a
+// kernel the case needs, 'error' otherwise.
+function cell(r) {
+  if (!r) return '—';
+  if (r.error) return /not registered/.test(r.error) ? 'n/a' : 'error';
+  return fmtMs(r.ms) + (r.warmupOnly ? '*' : '');
+}
+
+function modelNotes(results) {
+  const notes = new Set();
+  const missing = new Map();  // 'backend|kernel' -> cases
+  for (const row of results.models || []) {
+    for (const [b, r] of Object.entries(row.results)) {
+      if (r.error && /not registered/.test(r.error)) {
+        const k = (r.error.match(/Kernel '([^']+)'/) || [])[1] || 'a kernel';
+        const key = `${b}|${k}`;
+        missing.set(key, [...(missing.get(key) || []), `${row.model} ${row.method}`]);
+      } else if (r.error) {
+        notes.add(`error: ${b} ${row.model} ${row.method}: ${r.error}`);
+      }
+      if (r.warmupOnly) {
+        notes.add(`*: one ${row.method === 'fit' ? 'epoch' : 'call'} took so long on ${b} ` +
+                  'that only the warm-up call was timed.');
+      } else if (r.iterations && r.iterations < (row.method === 'fit' ? 10 : 20)) {
+        notes.add(`${b}: slow cases ran ${row.method === 'fit' ? 'fewer than 10 epochs' :
+                                            'fewer than 20 predicts'} per round (to fit the ` +
+                  'time budget).');
+      }
+    }
+  }
+  for (const [key, cases] of missing) {
+    const [b, k] = key.split('|');
+    notes.add(`n/a: ${b} has no ${k} kernel, so it cannot run ${cases.join(', ')}.`);
+  }
+  return [...notes];
+}
+
+function modelTable(results) {
+  const P = results.primary;
+  const backs = [P, ...peersOf(results)].filter((b) => (results.backendsRun || []).includes(b));
+  const peers = peersOf(results);
+  const header = ['model', 'method', ...backs.map((b) => `${b} ms`),
+                  ...peers.map((p) => `× ${p}`)];
+  const rows = results.models.map((r) => [
+    r.model, r.method,
+    ...backs.map((b) => cell(r.results[b])),
+    ...peers.map((p) => fmtR(r.ratios[p])),
+  ]);
+  rows.push(['geometric mean', '', ...backs.map(() => ''),
+             ...peers.map((p) => fmtR(results.geomean[p]))]);
+  return {header, rows};
+}
+
+function microTables(results) {
+  const m = results.micro;
+  const P = results.primary;
+  const backs = [P, ...peersOf(results)].filter((b) => m.perOp[b]);
+  const peers = peersOf(results).filter((b) => m.perOp[b]);
+  const tables = [];
+  {
+    const rows = backs.map((b) => [b, '', m.perOp[b].ns.toFixed(0), m.perOp[b].min.toFixed(0),
+                                   b === P ? '' : fmtR(m.ratios.perOp[b])]);
+    if (m.cFloor && m.cFloor.ns) {
+      rows.push(['C TFE_Execute loop', '(benches/c)', m.cFloor.ns.toFixed(0),
+                 m.cFloor.min.toFixed(0), '']);
+    } else if (m.cFloor) {
+      rows.push(['C TFE_Execute loop', m.cFloor.error, '', '', '']);
+    }
+    tables.push({title: 'Per-op overhead: `tf.add` of two scalars + dispose (ns per op)',
+                 header: ['backend', '', 'median ns', 'best ns', `peer / ${P}`], rows});
+  }
+  const sizeTable = (title, data, ratios) => {
+    const sizes = Object.keys(data);
+    const header = ['elements', '', ...backs.map((b) => `${b} ms`),
+                    ...(ratios ? peers.map((p) => `× ${p}`) : [])];
+    const rows = sizes.map((n) => [fmtN(n), '', ...backs.map((b) => fmtMs(data[n][b] &&
+                                                                         data[n][b].ms)),
+                                   ...(ratios ? peers.map((p) => fmtR(ratios[n][p])) : [])]);
+    tables.push({title, header, rows});
+  };
+  sizeTable('Creation from a plain `Float32Array`, up to the first op (ms)', m.create.plain,
+            m.ratios.create);
+  if (m.create.aligned) {
+    const sizes = Object.keys(m.create.aligned);
+    tables.push({
+      title: `Creation on ${P} by source, up to the first op (ms)`,
+      header: ['elements', '', 'plain Float32Array', 'aligned (backend.alloc)',
+               'read back from TF'],
+      rows: sizes.map((n) => [fmtN(n), '', fmtMs(m.create.plain[n][P] && m.create.plain[n][P].ms),
+                              fmtMs(m.create.aligned[n][P] && m.create.aligned[n][P].ms),
+                              fmtMs(m.create.readback[n][P] && m.create.readback[n][P].ms)]),
+    });
+  }
+  sizeTable('Creation from data read back from the backend (`dataSync()` output), up to the ' +
+            'first op (ms)', m.create.readback, null);
+  sizeTable('Readback: `dataSync()` of an op\'s output (ms)', m.readback, m.ratios.readback);
+  {
+    const size = (m.roundTrip[P] || Object.values(m.roundTrip)[0] || {}).size;
+    tables.push({
+      title: `Round trip JS → TF → JS → TF of ${fmtN(size)} float32 (tensor, add 1, dataSync, ` +
+             'tensor, 1-element slice read) (ms)',
+      header: ['backend', '', 'ms', `peer / ${P}`],
+      rows: backs.map((b) => [b, '', fmtMs(m.roundTrip[b] && m.roundTrip[b].ms),
+                              b === P ? '' : fmtR(m.ratios.roundTrip[b])]),
+    });
+  }
+  return tables;
+}
+
+function rssTable(results) {
+  const rows = Object.entries(results.rss).map(([k, v]) => {
+    const [b, source] = k.split('/');
+    return [b, source, v.error ? `error: ${v.error}` : v.peakDeltaMB.toFixed(0),
+            v.error ? '' : v.rssDeltaMB.toFixed(0)];
+  });
+  return {title: 'Peak RSS added by a 400 MB float32 tensor (fresh process; tensor + first op)',
+          header: ['backend', 'source', 'peak RSS +MB', 'RSS after +MB'], rows};
+}
+
+function targetRows(results) {
+  return results.targets.map((t) => [t.name, t.goal, t.value, t.met ? 'met' : 'NOT met',
+                                     t.detail || '']);
+}
+
+function text(results) {
+  const parts = [];
+  if (results.models) {
+    const t = modelTable(results);
+    parts.push('Layers suite: ms per predict() / per fit() epoch; × = peer ms / ' +
+               `${results.primary} ms (above 1: ${results.primary} faster)\n` +
+               table(t.header, t.rows) +
+               modelNotes(results).map((n) => `\n  ${n}`).join(''));
+  }
+  if (results.micro) {
+    for (const t of microTables(results)) parts.push(t.title + '\n' + table(t.header, t.rows));
+  }
+  if (results.rss) {
+    const t = rssTable(results);
+    parts.push(t.title + '\n' + table(t.header, t.rows));
+  }
+  if (results.targets.length) {
+    parts.push('Targets\n' + table(['target', 'goal', 'measured', '', 'detail'],
+                                   targetRows(results), 'llrll'));
+  }
+  const skipped = Object.entries(results.backends).filter(([, v]) => !v.available);
+  for (const [b, v] of skipped) parts.push(`(${b} skipped: ${v.note})`);
+  return parts.join('\n\n') + '\n';
+}
+
+function markdown(results) {
+  const mc = results.machine;
+  const P = results.primary;
+  const lines = [];
+  lines.push('# Benchmark results', '');
+  lines.push('The last full run of `npm run bench` (`benches/run.js`); regenerated by it. ' +
+             'Each backend runs in its own process; times are medians of repeated rounds. ' +
+             `Ratios are peer time / ${P} time, so above 1 means ${P} (this package) is faster. ` +
+             'The machine is shared and noisy: compare numbers only within this run.', '');
+  lines.push(`- Date: ${results.date}`);
+  lines.push(`- Machine: ${mc.cpu}, ${mc.cores} cores, ${mc.memoryGB} GB, ${mc.os}; ` +
+             `Node ${mc.node}; load average at start ${mc.loadavg.join(' ')}`);
+  for (const [b, v] of Object.entries(results.backends)) {
+    if (!v.available) {
+      lines.push(`- ${b}: skipped — ${v.note}`);
+      continue;
+    }
+    const bits = [`tfjs ${v.tfjs}`];
+    if (v.tfVersion) bits.push(`TensorFlow ${v.tfVersion}`);
+    if (b === 'wasm') bits.push(`SIMD ${v.wasmSimd ? 'on' : 'off'}, threads off (Node)`);
+    if (b === 'tfjs-node') bits.push(`@tensorflow/tfjs-node 4.22.0 built by ` +
+                                     '../shared/peers/tfjs-node/setup.sh');
+    if (b === P) bits.push('this package');
+    lines.push(`- ${b}: ${bits.join(', ')}`);
+  }
+  lines.push(`- Rounds per model case: ${results.options.rounds} (fewer where one round of a ` +
+             `slow backend exceeds the time budget); total run ${results.seconds} s`, '');
+  if (results.models) {
+    lines.push('## Layers suite', '');
+    lines.push('Method and models: `../shared/reference/benchmark-suite.md` (predict: ms per ' +
+               'predict + `dataSync` of every output; fit: ms per epoch of one batch).', '');
+    lines.push('![speed ratios per model](speed-ratios.svg)', '');
+    const t = modelTable(results);
+    lines.push(mdTable(t.header, t.rows), '');
+    const notes = modelNotes(results);
+    if (notes.length) lines.push(...notes.map((n) => `- ${n}`), '');
+  }
+  if (results.micro) {
+    lines.push('## Micro-benchmarks', '');
+    for (const t of microTables(results)) {
+      lines.push(`### ${t.title}`, '', mdTable(t.header, t.rows), '');
+    }
+    if (results.micro.cFloor && results.micro.cFloor.ns) {
+      lines.push('The C floor is `benches/c/tfe_add_loop.c` (op created, executed and deleted ' +
+                 'per call), median of 3 runs of the best of 5 rounds each.', '');
+    }
+  }
+  if (results.rss) {
+    const t = rssTable(results);
+    lines.push('## Memory', '', `### ${t.title}`, '', mdTable(t.header, t.rows), '');
+  }
+  if (results.targets.length) {
+    lines.push('## Targets', '', mdTable(['target', 'goal', 'measured', '', 'detail'],
+                                         targetRows(results), 1), '');
+  }
+  return lines.join('\n');
+}
+
+// ------------------------------------------------------------------ SVG chart
+
+function esc(s) {
+  return String(s).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+}
+
+// Horizontal grouped bars, one group per (model, method), one bar per peer, on a log axis with
+// a line at 1 (parity).
+function svg(results) {
+  const peers = peersOf(results);
+  const rows = (results.models || []).filter((r) => peers.some((p) => r.ratios[p] != null));
+  const all = rows.flatMap((r) => peers.map((p) => r.ratios[p])).filter((x) => x > 0);
+  const lo = Math.min(0.5, ...all.map((x) => x / 1.2));
+  const hi = Math.max(2, ...all.map((x) => x * 1.2));
+  const lmin = Math.floor(Math.log2(lo)), lmax = Math.ceil(Math.log2(hi));
+  const W = 860, left = 230, right = 40, top = 70, barH = 9, gap = 10;
+  const groupH = peers.length * barH + gap;
+  const H = top + rows.length * groupH + 50;
+  const x = (v) => left + (Math.log2(v) - lmin) / (lmax - lmin) * (W - left - right);
+  const o = [];
+  o.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" ` +
+         `viewBox="0 0 ${W} ${H}" font-family="Helvetica, Arial, sans-serif" font-size="11">`);
+  o.push(`<rect width="${W}" height="${H}" fill="white"/>`);
+  o.push(`<text x="${W / 2}" y="20" text-anchor="middle" font-size="14" font-weight="bold">` +
+         `${esc(results.primary)} (tfjs-node-rs) speed ratio per model: peer time / our time` +
+         '</text>');
+  o.push(`<text x="${W / 2}" y="37" text-anchor="middle" fill="#555">log scale; right of the ` +
+         `line at 1 = faster than the peer. ${esc(results.date.slice(0, 10))}, ` +
+         `${esc(results.machine.cpu)}, ${results.machine.cores} cores</text>`);
+  // legend
+  peers.forEach((p, i) => {
+    const lx = left + i * 130;
+    o.push(`<rect x="${lx}" y="47" width="12" height="10" fill="${COLORS[p]}"/>`);
+    o.push(`<text x="${lx + 16}" y="56">vs ${esc(p)}</text>`);
+  });
+  // grid
+  const axisY = top + rows.length * groupH;
+  for (let e = lmin; e <= lmax; e++) {
+    const v = 2 ** e;
+    const gx = x(v).toFixed(1);
+    o.push(`<line x1="${gx}" y1="${top - 4}" x2="${gx}" y2="${axisY}" ` +
+           `stroke="${e === 0 ? '#000' : '#ddd'}" stroke-width="${e === 0 ? 1.5 : 1}"/>`);
+    const step = lmax - lmin > 12 ? 2 : 1;  // label every other power of 2 on a wide axis
+    if (e % step === 0) {
+      o.push(`<text x="${gx}" y="${axisY + 14}" text-anchor="middle">` +
+             `${v >= 1 ? v : `1/${1 / v}`}×</text>`);
+    }
+  }
+  rows.forEach((r, i) => {
+    const gy = top + i * groupH;
+    o.push(`<text x="${left - 8}" y="${gy + peers.length * barH / 2 + 4}" ` +
+           `text-anchor="end">${esc(r.model)} ${esc(r.method)}</text>`);
+    peers.forEach((p, j) => {
+      const v = r.ratios[p];
+      const y = gy + j * barH;
+      if (!(v > 0)) {
+        o.push(`<text x="${(x(1) + 3).toFixed(1)}" y="${y + barH - 1.5}" font-size="8.5" ` +
+               `fill="#999">n/a (${esc(p)})</text>`);
+        return;
+      }
+      const x0 = x(1), x1 = x(v);
+      const bx = Math.min(x0, x1), bw = Math.max(1, Math.abs(x1 - x0));
+      o.push(`<rect x="${bx.toFixed(1)}" y="${y}" width="${bw.toFixed(1)}" height="${barH - 1}" ` +
+             `fill="${COLORS[p]}"><title>${esc(`${r.model} ${r.method} vs ${p}: ` +
+                                                 `${fmtR(v)}×`)}</title></rect>`);
+      const tx = v >= 1 ? x1 + 3 : x1 - 3;
+      o.push(`<text x="${tx.toFixed(1)}" y="${y + barH - 1.5}" font-size="8.5" ` +
+             `text-anchor="${v >= 1 ? 'start' : 'end'}" fill="#333">${fmtR(v)}</text>`);
+    });
+  });
+  o.push(`<text x="${(left + W - right) / 2}" y="${axisY + 32}" text-anchor="middle" ` +
+         'fill="#555">geometric mean: ' +
+         peers.map((p) => `${esc(p)} ${fmtR(results.geomean[p])}×`).join(', ') + '</text>');
+  o.push('</svg>');
+  return o.join('\n') + '\n';
+}
+
+module.exports = {derive, text, markdown, svg};

@@ -1,0 +1,326 @@
+'use strict';
+// `npm run bench [-- options]`: the layers suite and the micro-benchmarks on this backend
+// ('tensorflow', i.e. this package) and its peers (tfjs-node, wasm, cpu), each backend in its
+// own process; medians of repeated rounds; ratios printed, written to benches/results/*.json,
+// and (full runs) to benches/RESULTS.md and benches/speed-ratios.svg.
+//
+// Options:
+//   --quick              a subset, fewer rounds (for development; does not touch RESULTS.md)
+//   --backends=a,b       backends to run (default: tensorflow,tfjs-node,wasm,cpu)
+//   --models=a,b         models to run (default: all, or the quick subset)
+//   --only=models,micro,rss   groups to run (default: all three)
+//   --rounds=N           rounds per model case (default 5; quick 2)
+//   --write              write RESULTS.md and the SVG even for a partial or quick run
+//   --report-only[=FILE] only regenerate RESULTS.md and the SVG from a results file
+//                        (default benches/results/full.json)
+// Environment:
+//   TFJS_NODE_PEER_DIR   where ../shared/peers/tfjs-node/setup.sh built tfjs-node
+//                        (default ~/.cache/tfjs-node-peer); the column is skipped when absent.
+
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
+const {spawnSync} = require('child_process');
+const {MODELS, cases: allCases} = require('./models');
+const report = require('./report');
+
+const ROOT = path.resolve(__dirname, '..');
+const PRIMARY = 'tensorflow';
+const ALL_BACKENDS = ['tensorflow', 'tfjs-node', 'wasm', 'cpu'];
+const QUICK_MODELS = ['dense-tiny', 'convolutional-1filters', 'rnn-SimpleRNN'];
+
+function parseArgs(argv) {
+  const o = {quick: false, write: false};
+  for (const a of argv) {
+    const [k, v] = a.replace(/^--/, '').split('=');
+    if (k === 'quick') o.quick = true;
+    else if (k === 'write') o.write = true;
+    else if (k === 'report-only') o.reportOnly = v || path.join(__dirname, 'results', 'full.json');
+    else if (k === 'backends') o.backends = v.split(',');
+    else if (k === 'models') o.models = v.split(',');
+    else if (k === 'only') o.only = v.split(',');
+    else if (k === 'rounds') o.rounds = Number(v);
+    else if (k === 'help' || k === 'h') {
+      console.log(fs.readFileSync(__filename, 'utf8').split('\n').slice(1, 19)
+          .map((l) => l.replace(/^\/\/ ?/, '')).join('\n'));
+      process.exit(0);
+    } else throw new Error(`unknown option ${a}`);
+  }
+  o.backends = o.backends || ALL_BACKENDS;
+  o.models = o.models || (o.quick ? QUICK_MODELS : MODELS.map((m) => m.name));
+  o.only = o.only || ['models', 'micro', 'rss'];
+  o.rounds = o.rounds || (o.quick ? 2 : 5);
+  for (const m of o.models) {
+    if (!MODELS.find((x) => x.name === m)) throw new Error(`unknown model ${m}`);
+  }
+  for (const b of o.backends) {
+    if (!ALL_BACKENDS.includes(b)) throw new Error(`unknown backend ${b}`);
+  }
+  o.full = !o.quick && o.backends.length === ALL_BACKENDS.length &&
+      o.models.length === MODELS.length && o.only.length === 3;
+  return o;
+}
+
+function peerDir() {
+  return process.env.TFJS_NODE_PEER_DIR || path.join(os.homedir(), '.cache', 'tfjs-node-peer');
+}
+
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tfjs-node-rs-bench-'));
+let seq = 0;
+
+// Runs one task in a fresh child process; returns its JSON result (or {error}).
+function runWorker(task, timeoutMs = 15 * 60 * 1000) {
+  const out = path.join(tmp, `r${seq++}.json`);
+  const child = spawnSync(process.execPath,
+                          ['--expose-gc', path.join(__dirname, 'worker.js'), JSON.stringify(task),
+                           out],
+                          {cwd: ROOT, encoding: 'utf8', timeout: timeoutMs,
+                           maxBuffer: 64 << 20,
+                           env: {...process.env, TF_CPP_MIN_LOG_LEVEL: '2'}});
+  let result;
+  try {
+    result = JSON.parse(fs.readFileSync(out, 'utf8'));
+  } catch (e) {
+    const why = child.error ? String(child.error) : `exit ${child.status} ${child.signal || ''}`;
+    result = {backend: task.backend, error: `worker died (${why}): ` +
+                                            String(child.stderr || '').slice(-2000)};
+  }
+  if (result.error) {
+    console.error(`  [${task.backend} ${task.kind}] ${result.error.split('\n').slice(0, 3)
+        .join(' | ')}`);
+  }
+  return result;
+}
+
+function median(xs) {
+  const s = xs.filter((x) => x != null && Number.isFinite(x)).sort((a, b) => a - b);
+  if (!s.length) return null;
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
+function machine() {
+  const cpus = os.cpus();
+  return {
+    cpu: cpus[0] ? cpus[0].model.trim() : 'unknown',
+    cores: cpus.length,
+    memoryGB: Math.round(os.totalmem() / 2 ** 30),
+    os: `${os.type()} ${os.release()} ${os.arch()}`,
+    node: process.version,
+    loadavg: os.loadavg().map((x) => Number(x.toFixed(2))),
+  };
+}
+
+// ------------------------------------------------------------------ C floor
+
+function cFloor(quick) {
+  const src = path.join(__dirname, 'c', 'tfe_add_loop.c');
+  const inc = path.join(ROOT, 'deps', 'include');
+  const lib = path.join(ROOT, 'deps', 'lib');
+  if (!fs.existsSync(src)) return {error: 'benches/c/tfe_add_loop.c is missing'};
+  if (!fs.existsSync(path.join(lib, 'libtensorflow.so'))) {
+    return {error: 'deps/lib/libtensorflow.so is missing (run npm run build)'};
+  }
+  const bin = path.join(tmp, 'tfe_add_loop');
+  const cc = spawnSync('gcc', ['-O2', src, '-o', bin, `-I${inc}`, `-L${lib}`, '-ltensorflow',
+                               '-l:libtensorflow_framework.so.2', `-Wl,-rpath,${lib}`],
+                       {encoding: 'utf8'});
+  if (cc.status !== 0) return {error: `gcc failed: ${cc.error || cc.stderr}`};
+  const runs = [];
+  for (let i = 0; i < (quick ? 1 : 3); i++) {
+    const r = spawnSync(bin, [String(quick ? 50000 : 200000)],
+                        {encoding: 'utf8', env: {...process.env, TF_CPP_MIN_LOG_LEVEL: '2'}});
+    const ns = parseFloat(r.stdout);
+    if (r.status !== 0 || !Number.isFinite(ns)) return {error: `run failed: ${r.stderr}`};
+    runs.push(ns);
+  }
+  // Each run prints the best of its 5 rounds.
+  return {ns: median(runs), min: Math.min(...runs), runs};
+}
+
+// ------------------------------------------------------------------ groups
+
+function runModels(opts, backends, results) {
+  const cases = allCases().filter((c) => opts.models.includes(c.model));
+  const byModel = {};
+  for (const c of cases) (byModel[c.model] = byModel[c.model] || []).push(c);
+  const rows = cases.map((c) => ({...c, results: {}}));
+  let rotate = 0;
+  for (const model of Object.keys(byModel)) {
+    // Rotate the order so that no backend always runs first (or last) on a drifting machine.
+    const order = backends.slice(rotate % backends.length)
+        .concat(backends.slice(0, rotate % backends.length));
+    rotate++;
+    for (const backend of order) {
+      const t0 = Date.now();
+      // Budgets: stop repeating a case after budgetMs; shorten a round whose warm-up call shows
+      // it would exceed roundMs; time just the warm-up call when it exceeds slowMs (cpu only).
+      const r = runWorker({backend, kind: 'models', cases: byModel[model], rounds: opts.rounds,
+                           budgetMs: opts.quick ? 5000 : 20000,
+                           roundMs: opts.quick ? 2000 : 4000,
+                           slowMs: opts.quick ? 5000 : 10000});
+      const got = r.models || byModel[model].map((c) => ({...c, error: r.error}));
+      for (const g of got) {
+        const row = rows.find((x) => x.model === g.model && x.method === g.method);
+        row.results[backend] = g.error ? {error: g.error.split('\n')[0]} :
+            {ms: g.ms, min: g.min, rounds: g.rounds, iterations: g.iterations,
+             warmupOnly: g.warmupOnly, leakedTensors: g.leakedTensors};
+      }
+      const summary = got.map((g) => `${g.method} ${g.error ? 'ERROR' : g.ms.toFixed(2) + ' ms'}`)
+          .join(', ');
+      console.log(`  ${model.padEnd(24)} ${backend.padEnd(10)} ${summary}  ` +
+                  `(${((Date.now() - t0) / 1000).toFixed(1)} s)`);
+    }
+  }
+  results.models = rows;
+}
+
+function microTask(opts, backend) {
+  return opts.quick ?
+      {backend, kind: 'micro', perOpIterations: 5000, perOpRounds: 5, sizes: [1e3, 1e5, 1e6],
+       minReps: 3, maxReps: 50, elementBudget: 2e7, roundTripSize: 1e6} :
+      {backend, kind: 'micro', perOpIterations: 20000, perOpRounds: 7,
+       sizes: [1e3, 1e5, 1e6, 1e7], minReps: 5, maxReps: 200, elementBudget: 6e7,
+       roundTripSize: 1e7};
+}
+
+// Median over processes of each process's median (and the least of the minima).
+function combineTimings(list, key) {
+  const ok = list.filter(Boolean);
+  if (!ok.length) return null;
+  return {[key]: median(ok.map((x) => x[key])), min: Math.min(...ok.map((x) => x.min)),
+          processes: ok.map((x) => x[key])};
+}
+
+function runMicro(opts, backends, results) {
+  const perBackend = {};
+  const repeats = opts.quick ? 1 : 3;
+  for (let rep = 0; rep < repeats; rep++) {
+    for (const backend of backends) {
+      const r = runWorker(microTask(opts, backend));
+      if (r.micro) (perBackend[backend] = perBackend[backend] || []).push(r.micro);
+      else perBackend[backend] = perBackend[backend] || [];
+      if (r.micro) {
+        console.log(`  micro ${backend.padEnd(10)} pass ${rep + 1}/${repeats}: per-op ` +
+                    `${r.micro.perOp.ns.toFixed(0)} ns`);
+      }
+    }
+  }
+  const micro = {perOp: {}, create: {}, readback: {}, roundTrip: {}, notes: []};
+  for (const backend of backends) {
+    const runs = perBackend[backend];
+    if (!runs.length) continue;
+    micro.perOp[backend] = combineTimings(runs.map((r) => r.perOp), 'ns');
+    for (const source of Object.keys(runs[0].create)) {
+      micro.create[source] = micro.create[source] || {};
+      for (const n of Object.keys(runs[0].create[source])) {
+        micro.create[source][n] = micro.create[source][n] || {};
+        micro.create[source][n][backend] =
+            combineTimings(runs.map((r) => r.create[source][n]), 'ms');
+      }
+    }
+    for (const n of Object.keys(runs[0].readback)) {
+      micro.readback[n] = micro.readback[n] || {};
+      micro.readback[n][backend] = combineTimings(runs.map((r) => r.readback[n]), 'ms');
+    }
+    micro.roundTrip[backend] = {size: runs[0].roundTrip.size,
+                                ...combineTimings(runs.map((r) => r.roundTrip), 'ms')};
+    if (runs[0].alignedNote) micro.notes.push(`${backend}: ${runs[0].alignedNote}`);
+  }
+  micro.cFloor = cFloor(opts.quick);
+  results.micro = micro;
+}
+
+function runRss(opts, backends, results) {
+  const rss = {};
+  for (const backend of backends) {
+    const sources = backend === PRIMARY ? ['plain', 'aligned'] : ['plain'];
+    for (const source of sources) {
+      const r = runWorker({backend, kind: 'rss', source, rssElements: 1e8});
+      rss[`${backend}/${source}`] = r.rss || {error: (r.error || '').split('\n')[0]};
+      if (r.rss && !r.rss.error) {
+        console.log(`  rss ${backend.padEnd(10)} ${source.padEnd(8)} +` +
+                    `${r.rss.peakDeltaMB.toFixed(0)} MB peak`);
+      }
+    }
+  }
+  results.rss = rss;
+}
+
+// ------------------------------------------------------------------ main
+
+function main() {
+  const opts = parseArgs(process.argv.slice(2));
+  if (opts.reportOnly) {
+    const results = report.derive(JSON.parse(fs.readFileSync(opts.reportOnly, 'utf8')));
+    console.log(report.text(results));
+    fs.writeFileSync(path.join(__dirname, 'RESULTS.md'), report.markdown(results));
+    fs.writeFileSync(path.join(__dirname, 'speed-ratios.svg'), report.svg(results));
+    console.log('wrote benches/RESULTS.md, benches/speed-ratios.svg');
+    fs.rmSync(tmp, {recursive: true, force: true});
+    return;
+  }
+  const started = Date.now();
+  const results = {date: new Date().toISOString(), machine: machine(),
+                   options: {quick: opts.quick, full: opts.full, rounds: opts.rounds,
+                             models: opts.models, groups: opts.only},
+                   primary: PRIMARY, backends: {}};
+  console.log(`tfjs-node-rs benchmarks${opts.quick ? ' (quick)' : ''}: ` +
+              `${results.machine.cpu}, ${results.machine.cores} cores, node ${process.version}`);
+
+  // Which backends load at all.
+  const backends = [];
+  for (const backend of opts.backends) {
+    if (backend === 'tfjs-node' && !fs.existsSync(path.join(peerDir(), 'app', 'node_modules',
+                                                           '@tensorflow', 'tfjs-node'))) {
+      results.backends[backend] = {available: false,
+                                   note: `no tfjs-node build at ${peerDir()} (set ` +
+                                         'TFJS_NODE_PEER_DIR or run ' +
+                                         '../shared/peers/tfjs-node/setup.sh); column skipped'};
+      console.log(`  skipping tfjs-node: ${results.backends[backend].note}`);
+      continue;
+    }
+    const r = runWorker({backend, kind: 'info'}, 120000);
+    if (r.error) {
+      results.backends[backend] = {available: false, note: r.error.split('\n')[0]};
+      console.log(`  skipping ${backend}: ${results.backends[backend].note}`);
+      continue;
+    }
+    results.backends[backend] = {available: true, ...r.info};
+    if (backend === 'tfjs-node') results.backends[backend].dir = peerDir();
+    backends.push(backend);
+  }
+  results.backendsRun = backends;
+  if (!backends.length) throw new Error('no backend could be loaded');
+
+  if (opts.only.includes('models')) {
+    console.log('\nlayers suite (ms per predict / per fit epoch):');
+    runModels(opts, backends, results);
+  }
+  if (opts.only.includes('micro')) {
+    console.log('\nmicro-benchmarks:');
+    runMicro(opts, backends, results);
+  }
+  if (opts.only.includes('rss')) {
+    console.log('\npeak RSS added by a 400 MB tensor:');
+    runRss(opts, backends, results);
+  }
+  results.seconds = Math.round((Date.now() - started) / 1000);
+  report.derive(results);
+
+  console.log('\n' + report.text(results));
+  const dir = path.join(__dirname, 'results');
+  fs.mkdirSync(dir, {recursive: true});
+  fs.writeFileSync(path.join(dir, 'latest.json'), JSON.stringify(results, null, 2) + '\n');
+  console.log(`wrote ${path.relative(ROOT, path.join(dir, 'latest.json'))}`);
+  if (opts.full || opts.write) {
+    fs.writeFileSync(path.join(dir, 'full.json'), JSON.stringify(results, null, 2) + '\n');
+    fs.writeFileSync(path.join(__dirname, 'RESULTS.md'), report.markdown(results));
+    fs.writeFileSync(path.join(__dirname, 'speed-ratios.svg'), report.svg(results));
+    console.log('wrote benches/results/full.json, benches/RESULTS.md, benches/speed-ratios.svg');
+  }
+  fs.rmSync(tmp, {recursive: true, force: true});
+  console.log(`done in ${results.seconds} s`);
+}
+
+main();
