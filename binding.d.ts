@@ -95,6 +95,12 @@ export declare function loadSavedModel(exportDir: unknown, tags: unknown): numbe
 export declare function prepareOp(name: string, attrs: OpAttr[] | null | undefined): number
 
 /**
+ * A new tensor id for the tensor's buffer under another shape, without running an op or
+ * copying: what a tfjs reshape is. Numeric dtypes only (strings take TF's Reshape op).
+ */
+export declare function reshapeTensor(id: number, shape: number[]): number
+
+/**
  * Runs a prepared op. `io` holds the `numInputs` input ids on entry; on return it holds, for each
  * output, `id, dtype index (into dtypeNames()), rank, dims...`. Returns the number of outputs.
  */

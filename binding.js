@@ -846,6 +846,7 @@ module.exports.getNumOfSavedModels = nativeBinding.getNumOfSavedModels
 module.exports.isUsingGpuDevice = nativeBinding.isUsingGpuDevice
 module.exports.loadSavedModel = nativeBinding.loadSavedModel
 module.exports.prepareOp = nativeBinding.prepareOp
+module.exports.reshapeTensor = nativeBinding.reshapeTensor
 module.exports.runPreparedOp = nativeBinding.runPreparedOp
 module.exports.runSavedModel = nativeBinding.runSavedModel
 module.exports.stats = nativeBinding.stats

@@ -205,3 +205,17 @@ test('prepared ops: attrs read once, ids and shapes through a Float64Array', () 
   assert.deepEqual(Array.from(io.subarray(0, 10)).map((v, i) => (i === 0 || i === 5 ? 'id' : v)), ['id', 0, 2, 2, 1, 'id', 0, 2, 2, 1]);
   assert.deepEqual(Array.from(binding.tensorDataSync(io[5])), [3, 4]);
 });
+
+test('reshapeTensor re-views a buffer under another shape without copying', () => {
+  const data = binding.alloc('float32', 6);
+  data.set([1, 2, 3, 4, 5, 6]);
+  const id = tensor([2, 3], 'float32', data);
+  const view = binding.reshapeTensor(id, [3, 2]);
+  const [product] = run('MatMul', [T('float32')], [view, id]); // [3,2] x [2,3]
+  assert.deepEqual(product.shape, [3, 3]);
+  assert.deepEqual(read(product), [9, 12, 15, 19, 26, 33, 29, 40, 51]);
+  data[0] = 10; // same memory
+  assert.equal(binding.tensorDataSync(view)[0], 10);
+  assert.throws(() => binding.reshapeTensor(id, [4, 2]), /has 8 elements, the tensor 6/);
+  assert.throws(() => binding.reshapeTensor(tensor([1], 'string', [new Uint8Array(1)]), [1, 1]), /Reshape op/);
+});

@@ -234,10 +234,6 @@ const ROWS = [
     new_axis_mask: attr('int', 'newAxisMask'),
     shrink_axis_mask: attr('int', 'shrinkAxisMask'),
   }},
-  {kernel: 'BatchMatMul', op: 'BatchMatMulV2', inputs: ['a', 'b'], ...BOOL_AS_INT, attrs: {
-    T: upcast(), adj_x: attr('bool', 'transposeA', Boolean),
-    adj_y: attr('bool', 'transposeB', Boolean),
-  }},
   {kernel: 'AddN', inputs: [list()], attrs: {N: count(), T: upcast()}},
 
   // ---- creation

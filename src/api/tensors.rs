@@ -170,6 +170,58 @@ pub fn tensor_data_sync(env: Env, id: Unknown) -> napi::Result<Unknown<'static>>
     })
 }
 
+/// A new tensor id for the tensor's buffer under another shape, without running an op or
+/// copying: what a tfjs reshape is. Numeric dtypes only (strings take TF's Reshape op).
+#[napi_derive::napi(
+    js_name = "reshapeTensor",
+    ts_args_type = "id: number, shape: number[]"
+)]
+pub fn reshape_tensor(env: Env, id: Unknown, shape: Unknown) -> napi::Result<f64> {
+    js_call(&env, |js| {
+        let state = EnvState::get(js)?;
+        let id = args::tensor_id(js, id.raw(), "id")?;
+        let mut dims = std::mem::take(&mut state.scratch.dims);
+        let reshaped = reshape(js, state, id, shape.raw(), &mut dims);
+        state.scratch.dims = dims;
+        reshaped.map(|id| id as f64)
+    })
+}
+
+fn reshape(
+    js: Js,
+    state: &mut EnvState,
+    id: u64,
+    shape: Value,
+    dims: &mut Vec<i64>,
+) -> Result<u64> {
+    let entry = state.tensors.get(id)?;
+    let dtype = readable_dtype(&entry.handle)?;
+    if !matches!(dtype.layout, Layout::Numeric { .. }) {
+        return Err(Error::Type(format!(
+            "reshapeTensor: {} tensors are reshaped by the Reshape op",
+            dtype.name
+        )));
+    }
+    dims.clear();
+    entry.handle.dims_into(dims, &state.status)?;
+    let count = args::element_count(dims, "the tensor's shape")?;
+    args::dims_into(js, shape, false, dims, "shape")?;
+    let new_count = args::element_count(dims, "shape")?;
+    if new_count != count {
+        return Err(Error::Range(format!(
+            "shape {dims:?} has {new_count} elements, the tensor {count}"
+        )));
+    }
+    let bytes = entry.bytes;
+    let tensor = entry
+        .handle
+        .resolve(&state.status)?
+        .reshaped(dtype, dims, &state.status)?;
+    let handle = TensorHandle::from_tensor(&tensor, &state.status)?;
+    // Both ids count the shared buffer, as two tensors sharing one buffer do anywhere else.
+    Ok(state.tensors.insert(handle, bytes))
+}
+
 fn readable_dtype(handle: &TensorHandle) -> Result<DType> {
     handle.dtype().map_err(|code| {
         Error::Type(format!(

@@ -7,6 +7,7 @@ use tensorflow_sys as sys;
 
 use super::aligned::AlignedBuf;
 use super::dtype::DType;
+use super::status::Status;
 use crate::error::{Error, Result};
 
 /// Gives borrowed memory back to its owner once TF no longer needs it. TF may run it on any of
@@ -115,6 +116,30 @@ impl Tensor {
 
     pub(super) fn raw(&self) -> *mut sys::TF_Tensor {
         self.0.as_ptr()
+    }
+
+    /// The same buffer under another shape (no copy). TF refuses, with an error, shapes whose
+    /// element count differs.
+    pub fn reshaped(&self, dtype: DType, dims: &[i64], status: &Status) -> Result<Tensor> {
+        // SAFETY: an empty tensor is allocated to receive the view; both tensors are live, dims
+        // outlives the call, and TF only replaces `to`'s contents.
+        let to = Tensor::from_raw(
+            unsafe { sys::TF_AllocateTensor(dtype.tf, [0i64].as_ptr(), 1, 0) },
+            dtype.name,
+        )?;
+        // SAFETY: as above.
+        unsafe {
+            sys::TF_TensorBitcastFrom(
+                self.raw(),
+                dtype.tf,
+                to.raw(),
+                dims.as_ptr(),
+                dims.len() as i32,
+                status.raw(),
+            )
+        };
+        status.check()?;
+        Ok(to)
     }
 
     /// The start and byte length of the tensor's buffer.

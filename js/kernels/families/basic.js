@@ -5,12 +5,15 @@
 // complex, Sign and Step with NaN, Prelu, string comparisons, FloorDiv).
 
 const tfc = require('@tensorflow/tfjs-core');
-const {A, withTemps, identity, binary, unary} = require('./common');
+const {A, withTemps, identity, binary, unary, reshape} = require('./common');
 const {sizeOf} = require('../../backend/dtypes');
 
 function Identity({inputs, backend}) {
   return identity(backend, inputs.x);
 }
+
+/** Elements below which a reshape of values not yet uploaded keeps them in JS. */
+const SHARE_VALUES_BELOW = 1024;
 
 function Reshape({inputs, attrs, backend}) {
   const {x} = inputs;
@@ -22,12 +25,12 @@ function Reshape({inputs, attrs, backend}) {
                     'The new shape and old shape must have the same number of elements.');
   }
   const rec = backend.record(x.dataId);
-  if (rec.id < 0 && rec.values !== null) {
-    // Not uploaded yet: a new record over the same (immutable) values.
+  if (rec.id < 0 && rec.values !== null && size <= SHARE_VALUES_BELOW) {
+    // Small and not uploaded yet: a new record over the same (immutable) values. Larger ones
+    // (layer weights, reshaped on every call) are uploaded once and re-viewed natively.
     return backend.makeTensorInfo(shape, x.dtype, rec.values);
   }
-  return backend.op('Reshape', [A.type('T', x.dtype), A.type('Tshape', 'int32')],
-                    [x, backend.vec(shape)]);
+  return backend.wrap(reshape(backend, x, shape));
 }
 
 function Cast({inputs, attrs, backend}) {

@@ -34,9 +34,16 @@ function transpose(b, x, perm) {
                 [x, b.vec(perm)]);
 }
 
+/**
+ * x under another shape. Numeric tensors are re-viewed natively (same buffer, no op, no copy);
+ * strings take TF's Reshape op. Returns a raw output.
+ */
 function reshape(b, x, shape) {
-  return b.run1('Reshape', [A.type('T', x.dtype), A.type('Tshape', 'int32')],
-                [x, b.vec(shape)]);
+  if (x.dtype === 'string') {
+    return b.run1('Reshape', [A.type('T', x.dtype), A.type('Tshape', 'int32')],
+                  [x, b.vec(shape)]);
+  }
+  return {id: b.binding.reshapeTensor(b.idOf(x), shape), shape, dtype: x.dtype};
 }
 
 function slice(b, x, begin, size) {
