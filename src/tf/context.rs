@@ -10,25 +10,11 @@ use crate::error::{Error, Result};
 
 pub struct Context(NonNull<sys::TFE_Context>);
 
-/// A serialized `ConfigProto` with `experimental.disable_thread_spinning = true` (field 16,
-/// length 2, holding field 9 = 1). TF's intra-op pool otherwise spins its idle threads, which on
-/// small ops (an RNN step, a dense layer of 20 units) fight the JS thread for the cores: measured
-/// here, a SimpleRNN predict (benches/models.js) took 26 ms spinning and 16 ms without. Thread counts stay
-/// TF's (`TF_NUM_INTRAOP_THREADS` / `TF_NUM_INTEROP_THREADS` still apply).
-const CONFIG_NO_SPINNING: [u8; 5] = [0x82, 0x01, 0x02, 0x48, 0x01];
-
 impl Context {
     pub fn new(status: &Status) -> Result<Context> {
-        // SAFETY: options are created, used once and deleted here; TF copies the config bytes and
-        // TFE_NewContext copies the options.
+        // SAFETY: options are created, used once and deleted here; TFE_NewContext copies them.
         let raw = unsafe {
             let options = sys::TFE_NewContextOptions();
-            sys::TFE_ContextOptionsSetConfig(
-                options,
-                CONFIG_NO_SPINNING.as_ptr().cast(),
-                CONFIG_NO_SPINNING.len(),
-                status.raw(),
-            );
             let raw = sys::TFE_NewContext(options, status.raw());
             sys::TFE_DeleteContextOptions(options);
             raw
