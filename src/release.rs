@@ -9,16 +9,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::{self, ThreadId};
 
-use napi::sys;
-
 use crate::error::Result;
-use crate::js::reference::JsRef;
+use crate::js::reference::{EnvToken, JsRef};
 use crate::js::wakeup::{OnWake, Wakeup};
 use crate::js::Js;
 
 pub struct ReleaseQueue {
     js_thread: ThreadId,
-    env: SendEnv,
+    env: EnvToken,
     pending: AtomicUsize,
     state: Mutex<QueueState>,
 }
@@ -30,18 +28,11 @@ struct QueueState {
     wakeup: Option<Wakeup>,
 }
 
-#[derive(Clone, Copy)]
-struct SendEnv(sys::napi_env);
-// SAFETY: the env pointer is only used on the JS thread (checked against js_thread).
-unsafe impl Send for SendEnv {}
-// SAFETY: as above; shared reads of the pointer value are harmless.
-unsafe impl Sync for SendEnv {}
-
 impl ReleaseQueue {
     pub fn new(js: Js) -> Result<Arc<ReleaseQueue>> {
         let queue = Arc::new(ReleaseQueue {
             js_thread: thread::current().id(),
-            env: SendEnv(js.raw_env()),
+            env: EnvToken::of(js),
             pending: AtomicUsize::new(0),
             state: Mutex::new(QueueState {
                 queued: Vec::new(),
@@ -70,7 +61,7 @@ impl ReleaseQueue {
         }
         if thread::current().id() == self.js_thread {
             drop(state);
-            reference.delete(self.env.0);
+            reference.delete(self.env);
             return;
         }
         state.queued.push(reference);
@@ -97,7 +88,7 @@ impl ReleaseQueue {
             std::mem::take(&mut state.queued)
         };
         for reference in queued {
-            reference.delete(self.env.0);
+            reference.delete(self.env);
         }
     }
 

@@ -24,8 +24,24 @@ impl JsRef {
     }
 
     /// Deletes the reference. Must run on the env's JS thread while the env is alive.
-    pub fn delete(self, env: sys::napi_env) {
+    pub fn delete(self, env: EnvToken) {
         // SAFETY: the caller is on the env's JS thread before teardown; the ref is deleted once.
-        unsafe { sys::napi_delete_reference(env, self.0) };
+        unsafe { sys::napi_delete_reference(env.0, self.0) };
+    }
+}
+
+/// An env kept by objects that other threads reach (the release queue); only used, through
+/// `JsRef::delete`, back on the env's JS thread.
+#[derive(Clone, Copy)]
+pub struct EnvToken(sys::napi_env);
+
+// SAFETY: the pointer is an opaque token; N-API only dereferences it on the env's thread.
+unsafe impl Send for EnvToken {}
+// SAFETY: as above; sharing the token value across threads reads nothing through it.
+unsafe impl Sync for EnvToken {}
+
+impl EnvToken {
+    pub fn of(js: Js) -> EnvToken {
+        EnvToken(js.raw_env())
     }
 }
