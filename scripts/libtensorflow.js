@@ -772,6 +772,7 @@ module.exports = {
   cacheDir,
   TF_VERSION,
   SETUP_ERROR_CODE: SETUP,
+  exists,
   // For tests.
   _internal: { listZip, extractZip, wheelTarget, wantedHeader, checkPlatform, isComplete, ZIP_CORRUPT },
 };

@@ -26,6 +26,7 @@ const os = require('os');
 const path = require('path');
 const { spawnSync } = require('child_process');
 const { pack, npmCommand } = require('./pack');
+const { exists } = require('./libtensorflow');
 
 const ROOT = path.resolve(__dirname, '..');
 const PLATFORM_PACKAGE = 'tfjs-node-rs-linux-x64-gnu';
@@ -168,15 +169,6 @@ function npm(args, opts) {
 
 function nodeScript(project, env, code, label, allowFail = false) {
   return run(process.execPath, ['-e', code], { cwd: project, env, label, allowFail });
-}
-
-function exists(p) {
-  try {
-    fs.lstatSync(p);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 function findFiles(dir, test, out = []) {

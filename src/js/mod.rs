@@ -253,9 +253,9 @@ impl Js {
         Ok(true)
     }
 
-    /// A Float64Array read with one N-API call (the per-op fast path); `None` for any other
-    /// value. A detached buffer reports no data, which `f64s_mut` refuses.
-    pub fn float64_array(self, value: Value) -> Result<Option<TypedArrayView>> {
+    /// A typed array's kind code, element count, data and ArrayBuffer, in one N-API call;
+    /// `None` for a value that is no typed array.
+    fn typedarray_info(self, value: Value) -> Result<Option<(i32, usize, *mut u8, Value)>> {
         let (mut kind, mut length, mut data, mut buffer, mut offset) =
             (0, 0usize, ptr::null_mut(), ptr::null_mut(), 0usize);
         // SAFETY: as in napi_call!; a value that is no typed array answers napi_invalid_arg.
@@ -274,38 +274,29 @@ impl Js {
             return Ok(None);
         }
         self.check(status)?;
-        if ArrayKind::from_napi(kind) != Some(ArrayKind::Float64) {
-            return Ok(None);
-        }
-        Ok(Some(TypedArrayView {
-            kind: Some(ArrayKind::Float64),
-            data: data.cast(),
-            length,
-            byte_length: length * 8,
-            detached: data.is_null(),
-        }))
+        Ok(Some((kind, length, data.cast(), buffer)))
+    }
+
+    /// A Float64Array, read with one N-API call for the per-op fast path (no detach check: a
+    /// detached array has no elements, which its callers refuse); `None` for any other value.
+    pub fn float64_array(self, value: Value) -> Result<Option<TypedArrayView>> {
+        Ok(self
+            .typedarray_info(value)?
+            .and_then(|(kind, length, data, _)| {
+                (ArrayKind::from_napi(kind) == Some(ArrayKind::Float64)).then_some(TypedArrayView {
+                    kind: Some(ArrayKind::Float64),
+                    data,
+                    length,
+                    byte_length: length * 8,
+                    detached: data.is_null(),
+                })
+            }))
     }
 
     pub fn typed_array(self, value: Value) -> Result<Option<TypedArrayView>> {
-        let mut is = false;
-        napi_call!(self, sys::napi_is_typedarray(self.env, value, &mut is));
-        if !is {
+        let Some((kind, length, data, buffer)) = self.typedarray_info(value)? else {
             return Ok(None);
-        }
-        let (mut kind, mut length, mut data, mut buffer, mut offset) =
-            (0, 0usize, ptr::null_mut(), ptr::null_mut(), 0usize);
-        napi_call!(
-            self,
-            sys::napi_get_typedarray_info(
-                self.env,
-                value,
-                &mut kind,
-                &mut length,
-                &mut data,
-                &mut buffer,
-                &mut offset
-            )
-        );
+        };
         let mut detached = false;
         napi_call!(
             self,
@@ -315,7 +306,7 @@ impl Js {
         let element_bytes = kind.map_or(1, |k| k.element_bytes());
         Ok(Some(TypedArrayView {
             kind,
-            data: data.cast(),
+            data,
             length,
             byte_length: length * element_bytes,
             detached,
