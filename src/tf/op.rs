@@ -14,6 +14,9 @@ use crate::error::{Error, Result};
 
 pub struct Op(NonNull<sys::TFE_Op>);
 
+/// Output slots `execute` keeps on the stack.
+const STACK_OUTPUTS: usize = 8;
+
 /// An attribute's declared type, from the op's definition.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AttrKind {
@@ -202,15 +205,23 @@ impl Op {
         room: usize,
         status: &Status,
     ) -> Result<()> {
-        let mut raw = vec![std::ptr::null_mut::<sys::TFE_TensorHandle>(); room];
+        // Most ops have a few outputs: their slots live on the stack, not in a per-call Vec.
+        let mut stack = [std::ptr::null_mut::<sys::TFE_TensorHandle>(); STACK_OUTPUTS];
+        let mut heap = Vec::new();
+        let raw: &mut [*mut sys::TFE_TensorHandle] = if room <= STACK_OUTPUTS {
+            &mut stack[..room]
+        } else {
+            heap.resize(room, std::ptr::null_mut());
+            &mut heap
+        };
         let mut count = room as i32;
         // SAFETY: raw has `count` slots; TF fills at most that many and writes back the real count.
         unsafe { sys::TFE_Execute(self.raw(), raw.as_mut_ptr(), &mut count, status.raw()) };
         status.check()?;
         outputs.extend(
-            raw.into_iter()
+            raw.iter()
                 .take(count.max(0) as usize)
-                .filter_map(TensorHandle::adopt),
+                .filter_map(|&handle| TensorHandle::adopt(handle)),
         );
         Ok(())
     }
