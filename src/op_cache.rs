@@ -3,15 +3,18 @@
 
 use std::collections::HashMap;
 use std::ffi::CStr;
+use std::hash::BuildHasherDefault;
 
 use crate::error::Result;
+use crate::tensor_table::IdHasher;
 use crate::tf::context::Context;
 use crate::tf::op::Op;
 use crate::tf::status::Status;
 
 #[derive(Default)]
 pub struct OpCache {
-    idle: HashMap<Box<[u8]>, Op>,
+    /// Keyed by op name; the names are short, so the table's cheap hasher serves well.
+    idle: HashMap<Box<[u8]>, Op, BuildHasherDefault<IdHasher>>,
 }
 
 /// An op taken from the cache for one call; `OpCache::give_back` returns it.

@@ -59,7 +59,8 @@ fn missing(id: u64) -> Error {
     Error::Invalid(format!("tensor id {id} is unknown or was deleted"))
 }
 
-/// Ids are sequential integers: one multiply spreads them well enough, far cheaper than SipHash.
+/// A hasher for keys no attacker chooses (tensor ids, op names): one multiply spreads sequential
+/// ids well enough, FNV-1a serves short names; both far cheaper than SipHash.
 #[derive(Default)]
 pub struct IdHasher(u64);
 

@@ -244,13 +244,14 @@ pub fn run_prepared_op(
 /// Writes each output's id, dtype index and shape into `io`. Outputs that do not fit are
 /// dropped (and so freed) with an error, never registered under ids the caller cannot see.
 fn write_outputs(state: &mut EnvState, io: &mut [f64]) -> Result<u32> {
-    let outputs = std::mem::take(&mut state.scratch.outputs);
+    let mut outputs = std::mem::take(&mut state.scratch.outputs);
     let count = outputs.len() as u32;
     let mut dims = std::mem::take(&mut state.scratch.dims);
     let mut at = 0;
-    let mut adopted = Vec::with_capacity(outputs.len());
+    // Ids count up, so the outputs registered here are one contiguous run.
+    let mut adopted: Option<(u64, u64)> = None;
     let mut result = Ok(count);
-    for handle in outputs {
+    for handle in outputs.drain(..) {
         dims.clear();
         if let Err(err) = handle.dims_into(&mut dims, &state.status) {
             result = Err(err);
@@ -265,7 +266,7 @@ fn write_outputs(state: &mut EnvState, io: &mut [f64]) -> Result<u32> {
             break;
         }
         let (id, dtype) = adopt_output(state, handle, &dims);
-        adopted.push(id);
+        adopted = Some(adopted.map_or((id, id), |(first, _)| (first, id)));
         io[at] = id as f64;
         io[at + 1] = dtype.map_or(-1.0, |index| index as f64);
         io[at + 2] = dims.len() as f64;
@@ -275,9 +276,10 @@ fn write_outputs(state: &mut EnvState, io: &mut [f64]) -> Result<u32> {
         at = needed;
     }
     state.scratch.dims = dims;
-    if result.is_err() {
+    state.scratch.outputs = outputs;
+    if let (Err(_), Some((first, last))) = (&result, adopted) {
         // The call throws, so the caller never learns these ids: free them now.
-        for id in adopted {
+        for id in first..=last {
             let _ = state.tensors.remove(id);
         }
     }
