@@ -11,19 +11,9 @@ const fs = require('fs');
 const os = require('os');
 const path = require('path');
 const { spawnSync } = require('child_process');
-const { ensureLibtensorflow, SETUP_ERROR_CODE } = require('./libtensorflow');
+const { ensureLibtensorflow, SETUP_ERROR_CODE, setupError, log: defaultLog } = require('./libtensorflow');
 
 const DEFAULT_ROOT = path.resolve(__dirname, '..');
-
-function setupError(message) {
-  const err = new Error(message);
-  err.code = SETUP_ERROR_CODE;
-  return err;
-}
-
-function defaultLog(message) {
-  process.stderr.write(`tfjs-node-rs: ${message}\n`);
-}
 
 // A development checkout holds the Rust sources; an installed package does not.
 function isDevCheckout(root = DEFAULT_ROOT) {

@@ -772,6 +772,8 @@ module.exports = {
   cacheDir,
   TF_VERSION,
   SETUP_ERROR_CODE: SETUP,
+  setupError,
+  log: defaultLog,
   exists,
   // For tests.
   _internal: { listZip, extractZip, wheelTarget, wantedHeader, checkPlatform, isComplete, ZIP_CORRUPT },

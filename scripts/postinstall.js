@@ -6,14 +6,10 @@
 // package (no Rust sources) only gets libtensorflow.
 
 const path = require('path');
-const { ensureLibtensorflow } = require('./libtensorflow');
+const { ensureLibtensorflow, log } = require('./libtensorflow');
 const { build, isDevCheckout, napiCli, runMain } = require('./build');
 
 const root = path.resolve(__dirname, '..');
-
-function log(message) {
-  process.stderr.write(`tfjs-node-rs: ${message}\n`);
-}
 
 async function main() {
   await ensureLibtensorflow({ root, log });

@@ -9,13 +9,10 @@ const fs = require('fs');
 const path = require('path');
 const { spawnSync } = require('child_process');
 const { build, buildEnv, isDevCheckout, napiCli, newestSourceMtime, runMain } = require('./build');
+const { log } = require('./libtensorflow');
 
 const root = path.resolve(__dirname, '..');
 const testDir = path.join(root, '__test__');
-
-function log(message) {
-  process.stderr.write(`tfjs-node-rs: ${message}\n`);
-}
 
 function testFiles() {
   const picked = process.argv.slice(2);
