@@ -93,7 +93,7 @@ class TensorFlowBackend extends tfc.KernelBackend {
     this.live = new Set();  // every record this backend holds data for
     this.consts = new ConstCache(this);
     this.isUsingGpuDevice = binding.isUsingGpuDevice();
-    this.castAttrs = new Map();
+    this.castAttrsByPair = new Map();
   }
 
   // ---------------------------------------------------------------- storage
@@ -276,18 +276,23 @@ class TensorFlowBackend extends tfc.KernelBackend {
   }
 
   castRaw(out, to) {
-    const key = out.dtype + '>' + to;
-    let attrs = this.castAttrs.get(key);
-    if (attrs === undefined) {
-      attrs = [typeAttr('SrcT', out.dtype), typeAttr('DstT', to),
-               {name: 'Truncate', type: 'bool', value: false}];
-      this.castAttrs.set(key, attrs);
-    }
     try {
-      return this.execRaw('Cast', attrs, [out.id], 1)[0];
+      return this.execRaw('Cast', this.castAttrs(out.dtype, to), [out.id], 1)[0];
     } finally {
       this.binding.deleteTensor(out.id);
     }
+  }
+
+  /** Cast's attrs from `from` to `to`, one array per pair (so its prepared op is found at once). */
+  castAttrs(from, to) {
+    const key = from + '>' + to;
+    let attrs = this.castAttrsByPair.get(key);
+    if (attrs === undefined) {
+      attrs = [typeAttr('SrcT', from), typeAttr('DstT', to),
+               {name: 'Truncate', type: 'bool', value: false}];
+      this.castAttrsByPair.set(key, attrs);
+    }
+    return attrs;
   }
 
   /** Registers a raw output as a tfjs tensor's data; returns its TensorInfo. */
@@ -369,9 +374,7 @@ class TensorFlowBackend extends tfc.KernelBackend {
    * float64): a fresh tensor the caller frees.
    */
   cast(t, dtype) {
-    return this.execRaw('Cast', [typeAttr('SrcT', t.dtype), typeAttr('DstT', dtype),
-                                 {name: 'Truncate', type: 'bool', value: false}],
-                        [this.idOf(t)], 1)[0];
+    return this.execRaw('Cast', this.castAttrs(t.dtype, dtype), [this.idOf(t)], 1)[0];
   }
 
 }
