@@ -3,6 +3,7 @@
 // options and defaults. Decoded images are int32 tensors, as in tfjs-node.
 
 const tfc = require('@tensorflow/tfjs-core');
+const {A} = require('../kernels/families/common');
 
 const ImageType = Object.freeze({JPEG: 'jpeg', PNG: 'png', GIF: 'gif', BMP: 'BMP'});
 
@@ -27,31 +28,33 @@ function checkChannels(channels, allowed, fn) {
 }
 
 /**
- * Runs one decode op on `contents` and returns its output as an int32 tfjs tensor. TF's
- * refusals (truncated or non-image bytes) become Errors naming the decoder.
+ * Runs `opName` on a native tensor made from (shape, dtype, data), which is freed afterwards;
+ * returns the raw output. TF's refusals become Errors that start with `what`.
  */
-function runDecode(fn, opName, attrs, contents) {
-  const b = backend();
-  const input = b.binding.createTensor([], 'string', [contents]);
-  let out;
+function runOnInput(b, what, opName, attrs, shape, dtype, data) {
+  const input = b.binding.createTensor(shape, dtype, data);
   try {
-    [out] = b.exec(opName, attrs, [input], 1);
+    return b.exec(opName, attrs, [input], 1)[0];
   } catch (e) {
-    const err = new Error(`${fn}: the image could not be decoded: ${e.message}`);
+    const err = new Error(`${what}: ${e.message}`);
     err.cause = e;
     throw err;
   } finally {
     b.binding.deleteTensor(input);
   }
+}
+
+/**
+ * Runs one decode op on `contents` and returns its output as an int32 tfjs tensor. TF's
+ * refusals (truncated or non-image bytes) become Errors naming the decoder.
+ */
+function runDecode(fn, opName, attrs, contents) {
+  const b = backend();
+  let out = runOnInput(b, `${fn}: the image could not be decoded`, opName, attrs, [], 'string',
+                       [contents]);
   if (out.dtype !== 'int32') out = b.castRaw(out, 'int32');
   return tfc.engine().makeTensorFromTensorInfo(b.wrap(out), b);
 }
-
-const int = (name, value) => ({name, type: 'int', value});
-const bool = (name, value) => ({name, type: 'bool', value});
-const float = (name, value) => ({name, type: 'float', value});
-const str = (name, value) => ({name, type: 'string', value});
-const type = (name, value) => ({name, type: 'type', value});
 
 /** Decodes a JPEG into an int32 tensor [height, width, channels]. */
 function decodeJpeg(contents, channels = 0, ratio = 1, fancyUpscaling = true,
@@ -66,9 +69,9 @@ function decodeJpeg(contents, channels = 0, ratio = 1, fancyUpscaling = true,
                     `got '${dctMethod}'`);
   }
   return runDecode('decodeJpeg', 'DecodeJpeg', [
-    int('channels', channels), int('ratio', ratio), bool('fancy_upscaling', !!fancyUpscaling),
-    bool('try_recover_truncated', !!tryRecoverTruncated),
-    float('acceptable_fraction', acceptableFraction), str('dct_method', dctMethod),
+    A.int('channels', channels), A.int('ratio', ratio), A.bool('fancy_upscaling', fancyUpscaling),
+    A.bool('try_recover_truncated', tryRecoverTruncated),
+    A.float('acceptable_fraction', acceptableFraction), A.str('dct_method', dctMethod),
   ], contents);
 }
 
@@ -80,14 +83,14 @@ function decodePng(contents, channels = 0, dtype = 'int32') {
   checkContents(contents, 'decodePng');
   checkChannels(channels, [0, 1, 3, 4], 'decodePng');
   return runDecode('decodePng', 'DecodePng',
-                   [int('channels', channels), type('dtype', 'uint8')], contents);
+                   [A.int('channels', channels), A.type('dtype', 'uint8')], contents);
 }
 
 /** Decodes a BMP into an int32 tensor [height, width, channels]. */
 function decodeBmp(contents, channels = 0) {
   checkContents(contents, 'decodeBmp');
   checkChannels(channels, [0, 1, 3, 4], 'decodeBmp');
-  return runDecode('decodeBmp', 'DecodeBmp', [int('channels', channels)], contents);
+  return runDecode('decodeBmp', 'DecodeBmp', [A.int('channels', channels)], contents);
 }
 
 /** Decodes a GIF (every frame) into an int32 tensor [frames, height, width, 3]. */
@@ -161,17 +164,8 @@ async function encodeImage(fn, opName, attrs, image, allowedChannels) {
   }
   const data = new Uint8Array(await image.data());
   const b = backend();
-  const input = b.binding.createTensor(image.shape, 'uint8', data);
-  let out;
-  try {
-    [out] = b.exec(opName, attrs, [input], 1);
-  } catch (e) {
-    const err = new Error(`${fn}: the image could not be encoded: ${e.message}`);
-    err.cause = e;
-    throw err;
-  } finally {
-    b.binding.deleteTensor(input);
-  }
+  const out = runOnInput(b, `${fn}: the image could not be encoded`, opName, attrs, image.shape,
+                         'uint8', data);
   try {
     return Uint8Array.from(b.binding.tensorDataSync(out.id)[0]);
   } finally {
@@ -194,10 +188,10 @@ async function encodeJpeg(image, format = '', quality = 95, progressive = false,
   }
   const channels = format === 'grayscale' ? [1] : format === 'rgb' ? [3] : [1, 3];
   return encodeImage('encodeJpeg', 'EncodeJpeg', [
-    str('format', format), int('quality', quality), bool('progressive', !!progressive),
-    bool('optimize_size', !!optimizeSize), bool('chroma_downsampling', !!chromaDownsampling),
-    str('density_unit', densityUnit), int('x_density', xDensity), int('y_density', yDensity),
-    str('xmp_metadata', xmpMetadata),
+    A.str('format', format), A.int('quality', quality), A.bool('progressive', progressive),
+    A.bool('optimize_size', optimizeSize), A.bool('chroma_downsampling', chromaDownsampling),
+    A.str('density_unit', densityUnit), A.int('x_density', xDensity), A.int('y_density', yDensity),
+    A.str('xmp_metadata', xmpMetadata),
   ], image, channels);
 }
 
@@ -206,8 +200,8 @@ async function encodePng(image, compression = 1) {
   if (!Number.isInteger(compression) || compression < -1 || compression > 9) {
     throw new Error(`encodePng: compression must be an integer in [-1, 9], got ${compression}`);
   }
-  return encodeImage('encodePng', 'EncodePng', [int('compression', compression),
-                                                type('T', 'uint8')],
+  return encodeImage('encodePng', 'EncodePng', [A.int('compression', compression),
+                                                A.type('T', 'uint8')],
                      image, [1, 2, 3, 4]);
 }
 
