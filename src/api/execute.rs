@@ -77,11 +77,12 @@ fn run(
 
 /// Registers a new output tensor whose dims are already in `dims`; returns its id and dtype index.
 fn adopt_output(state: &mut EnvState, handle: TensorHandle, dims: &[i64]) -> (u64, Option<usize>) {
-    let dtype = handle.dtype().ok();
-    let bytes = dtype.and_then(|d| d.element_bytes()).map_or(0, |size| {
-        args::element_count(dims, "output shape").unwrap_or(0) as u64 * size as u64
-    });
-    let index = dtype.and_then(|d| DTYPES.iter().position(|row| row.tf == d.tf));
+    let index = handle.dtype_index().ok();
+    let bytes = index
+        .and_then(|i| DTYPES[i].element_bytes())
+        .map_or(0, |size| {
+            args::element_count(dims, "output shape").unwrap_or(0) as u64 * size as u64
+        });
     (state.tensors.insert(handle, bytes), index)
 }
 

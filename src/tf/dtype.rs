@@ -119,6 +119,11 @@ pub const DTYPES: &[DType] = &[
     other(sys::TF_VARIANT, "variant", Layout::Opaque),
 ];
 
+/// The row of `DTYPES` for a raw TF dtype value (the index JS's `dtypeNames()` uses).
+pub fn index_of_tf_code(code: i32) -> Option<usize> {
+    DTYPES.iter().position(|d| d.tf as i32 == code)
+}
+
 impl DType {
     pub fn from_name(name: &str) -> Option<DType> {
         DTYPES.iter().copied().find(|d| d.name == name)
@@ -126,7 +131,7 @@ impl DType {
 
     /// The raw enum value as TF returns it; values this table lacks (quantized, float8, int4) give `None`.
     pub fn from_tf_code(code: i32) -> Option<DType> {
-        DTYPES.iter().copied().find(|d| d.tf as i32 == code)
+        index_of_tf_code(code).map(|i| DTYPES[i])
     }
 
     /// Bytes per tensor element, `None` where TF does not store elements inline (strings, handles).

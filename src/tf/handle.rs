@@ -4,7 +4,7 @@ use std::ptr::NonNull;
 
 use tensorflow_sys as sys;
 
-use super::dtype::DType;
+use super::dtype::{index_of_tf_code, DType, DTYPES};
 use super::extern_decls::TFE_TensorHandleDataTypeCode;
 use super::status::Status;
 use super::tensor::Tensor;
@@ -32,9 +32,14 @@ impl TensorHandle {
 
     /// The dtype, or the raw TF code when the binding has no row for it.
     pub fn dtype(&self) -> std::result::Result<DType, i32> {
+        self.dtype_index().map(|i| DTYPES[i])
+    }
+
+    /// The dtype's row in `DTYPES`, or the raw TF code when there is none.
+    pub fn dtype_index(&self) -> std::result::Result<usize, i32> {
         // SAFETY: the handle is live; the call only reads it.
         let code = unsafe { TFE_TensorHandleDataTypeCode(self.raw()) };
-        DType::from_tf_code(code).ok_or(code)
+        index_of_tf_code(code).ok_or(code)
     }
 
     /// Appends the handle's dims to `dims`.
