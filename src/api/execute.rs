@@ -15,6 +15,7 @@ use crate::error::{Error, Result};
 use crate::js::{Js, Value};
 use crate::tf::dtype::DTYPES;
 use crate::tf::handle::TensorHandle;
+use crate::tf::signals::{self, AsyncSignalsBlocked};
 
 /// Outputs beyond this are a caller's mistake, not an op's (the widest TF ops have a few dozen).
 const MAX_OUTPUTS: i64 = 4096;
@@ -23,6 +24,7 @@ const MAX_OUTPUTS: i64 = 4096;
 pub struct PreparedOp {
     name: CString,
     attrs: Vec<OwnedAttr>,
+    uses_generated_gemm: bool,
 }
 
 /// Where a call's attributes come from.
@@ -32,9 +34,11 @@ enum Attrs<'a> {
 }
 
 /// Runs `name` on the tensors `input_ids` yields, leaving the outputs in `state.scratch.outputs`.
+/// `uses_generated_gemm` is `signals::uses_generated_gemm(name)`, which prepared ops keep.
 fn run(
     state: &mut EnvState,
     name: &CStr,
+    uses_generated_gemm: bool,
     attrs: Attrs,
     input_ids: impl Iterator<Item = Result<u64>>,
     room: i64,
@@ -68,6 +72,7 @@ fn run(
             op.add_input(&entry.handle, status)
                 .map_err(|e| e.context(label))?;
         }
+        let _blocked = AsyncSignalsBlocked::when(uses_generated_gemm);
         op.execute(outputs, room as usize, status)
             .map_err(|e| e.context(label))
     })();
@@ -131,7 +136,15 @@ fn execute(
     let count = args::array_length(js, input_ids, "inputIds")?;
     let ids = (0..count)
         .map(|i| args::tensor_id(js, js.element(input_ids, i)?, &format!("inputIds[{i}]")));
-    run(state, name, Attrs::FromJs(js, attrs), ids, room)?;
+    let uses_generated_gemm = signals::uses_generated_gemm(name.to_bytes());
+    run(
+        state,
+        name,
+        uses_generated_gemm,
+        Attrs::FromJs(js, attrs),
+        ids,
+        room,
+    )?;
 
     let outputs = std::mem::take(&mut state.scratch.outputs);
     outputs_to_js(js, state, outputs)
@@ -180,7 +193,11 @@ pub fn prepare_op(env: Env, name: Unknown, attrs: Unknown) -> napi::Result<u32> 
             .map_err(|e| e.context(&label))?;
         let read = attrs::read(js, &checked_out.op, &label, attrs.raw(), &state.status);
         state.ops.give_back(&name, checked_out, &state.status);
-        state.prepared_ops.push(PreparedOp { name, attrs: read? });
+        state.prepared_ops.push(PreparedOp {
+            uses_generated_gemm: signals::uses_generated_gemm(name.to_bytes()),
+            name,
+            attrs: read?,
+        });
         Ok((state.prepared_ops.len() - 1) as u32)
     })
 }
@@ -227,6 +244,7 @@ pub fn run_prepared_op(
                 run(
                     state,
                     &plan.name,
+                    plan.uses_generated_gemm,
                     Attrs::Prepared(&plan.attrs),
                     ids,
                     num_outputs as i64,

@@ -5,6 +5,7 @@ use std::ptr::NonNull;
 
 use tensorflow_sys as sys;
 
+use super::signals::AsyncSignalsBlocked;
 use super::status::Status;
 use crate::error::{Error, Result};
 
@@ -12,6 +13,8 @@ pub struct Context(NonNull<sys::TFE_Context>);
 
 impl Context {
     pub fn new(status: &Status) -> Result<Context> {
+        // TF starts its worker threads here; they inherit this mask and so never take a signal.
+        let _blocked = AsyncSignalsBlocked::new();
         // SAFETY: options are created, used once and deleted here; TFE_NewContext copies them.
         let raw = unsafe {
             let options = sys::TFE_NewContextOptions();

@@ -7,5 +7,6 @@ mod extern_decls;
 pub mod handle;
 pub mod op;
 pub mod session;
+pub mod signals;
 pub mod status;
 pub mod tensor;

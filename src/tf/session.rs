@@ -7,6 +7,7 @@ use std::ptr::{self, NonNull};
 
 use tensorflow_sys as sys;
 
+use super::signals::AsyncSignalsBlocked;
 use super::status::Status;
 use super::tensor::Tensor;
 use crate::error::{Error, Result};
@@ -69,6 +70,9 @@ impl Session {
         let tag_ptrs: Vec<*const c_char> = tags.iter().map(|t| t.as_ptr()).collect();
         let ntags = c_int::try_from(tag_ptrs.len())
             .map_err(|_| Error::Range("too many SavedModel tags".into()))?;
+        // The session's threads inherit this mask (see `signals`); restoring runs the graph's
+        // initializers here too.
+        let _blocked = AsyncSignalsBlocked::new();
         // SAFETY: the options are created, used once and deleted here (the session copies them);
         // export_dir and the tag strings outlive the call; the graph is live and receives the
         // model; null run options and meta graph buffer are allowed by the C API.
@@ -164,6 +168,8 @@ impl Session {
             .map_err(|_| Error::Range("too many SavedModel inputs".into()))?;
         let noutputs = c_int::try_from(fetches.len())
             .map_err(|_| Error::Range("too many SavedModel outputs".into()))?;
+        // A graph may hold any op, GEMM-based ones included (see `signals`).
+        let _blocked = AsyncSignalsBlocked::new();
         // SAFETY: the session and every port's graph are live; the feed, value, fetch and result
         // arrays have the lengths passed and outlive the call; TF only reads the input tensors
         // (it takes its own references) and writes one new tensor per fetch on success.
