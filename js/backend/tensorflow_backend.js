@@ -6,6 +6,11 @@
 // points at itself). A record holds either the values the user wrote (not yet
 // uploaded) or the id of a native TF tensor, never both after the first use.
 //
+// Native ids can have several owners: a reshape is a new record over the same
+// id (made native only when an op needs that shape, and often never: tfjs's
+// matMul reshapes 2-D operands to 3-D and back), and equal scalars share one
+// uploaded constant. `shareId` / `dropId` count the owners.
+//
 // This file is the ONE place that calls the binding's `executeOp`
 // (`TensorFlowBackend#exec`).
 
@@ -20,6 +25,7 @@ class TensorData {
     this.shape = shape;
     this.dtype = dtype;
     this.id = id;           // native tensor id, -1 until uploaded
+    this.nativeShape = shape;  // the shape TF knows for `id`; differs in a lazy reshape
     this.values = values;   // values written by the user, until uploaded
     this.view = null;       // cached zero-copy view of the native buffer
     this.refCount = refCount;
@@ -66,7 +72,7 @@ class ConstCache {
       this.old.delete(key);
     }
     if (this.young.size >= CONST_CACHE_LIMIT) {
-      for (const oldId of this.old.values()) this.backend.binding.deleteTensor(oldId);
+      for (const oldId of this.old.values()) this.backend.dropId(oldId);
       this.old = this.young;
       this.young = new Map();
     }
@@ -77,8 +83,8 @@ class ConstCache {
     return this.young.size + this.old.size;
   }
   clear() {
-    for (const id of this.young.values()) this.backend.binding.deleteTensor(id);
-    for (const id of this.old.values()) this.backend.binding.deleteTensor(id);
+    for (const id of this.young.values()) this.backend.dropId(id);
+    for (const id of this.old.values()) this.backend.dropId(id);
     this.young.clear();
     this.old.clear();
   }
@@ -92,6 +98,8 @@ class TensorFlowBackend extends tfc.KernelBackend {
     this.foreign = new WeakMap();  // dataIds of other backends moved here
     this.live = new Set();  // every record this backend holds data for
     this.consts = new ConstCache(this);
+    /** Native ids with more than one owner -> their owner count (absent: one owner). */
+    this.sharedIds = new Map();
     this.isUsingGpuDevice = binding.isUsingGpuDevice();
     this.castAttrsByPair = new Map();
   }
@@ -132,6 +140,7 @@ class TensorFlowBackend extends tfc.KernelBackend {
       dataId.shape = shape;
       dataId.dtype = dtype;
       dataId.id = -1;
+      dataId.nativeShape = shape;
       dataId.view = null;
       dataId.refCount = refCount;
       this.live.add(dataId);
@@ -174,7 +183,7 @@ class TensorFlowBackend extends tfc.KernelBackend {
   }
 
   release(rec) {
-    if (rec.id >= 0) this.binding.deleteTensor(rec.id);
+    if (rec.id >= 0) this.dropId(rec.id);
     rec.id = -1;
     rec.values = null;
     rec.view = null;
@@ -228,24 +237,79 @@ class TensorFlowBackend extends tfc.KernelBackend {
   // ---------------------------------------------------------------- native
 
   /**
-   * Native tensor id of a kernel input: a TensorInfo (uploaded on first use),
-   * a raw op output `{id, shape, dtype}`, or an id.
+   * Native tensor id of a kernel input, in the input's own shape: a
+   * TensorInfo (uploaded on first use, re-viewed natively if it is a lazy
+   * reshape), a raw op output `{id, shape, dtype}`, or an id.
    */
   idOf(t) {
     if (typeof t === 'number') return t;
+    const rec = this.uploaded(t);
+    if (rec === null) return t.id;
+    if (rec.nativeShape !== rec.shape) this.settleShape(rec);
+    return rec.id;
+  }
+
+  /**
+   * The uploaded record of a TensorInfo, whatever its native shape; null for
+   * a raw op output. For kernels that re-view the tensor themselves.
+   */
+  uploaded(t) {
     const dataId = t.dataId;
-    if (dataId === undefined) return t.id;
+    if (dataId === undefined) return null;
     const rec = dataId instanceof TensorData && dataId.refCount > 0 ?
         dataId : this.record(dataId);
     if (rec.id < 0) this.upload(rec);
-    return rec.id;
+    return rec;
+  }
+
+  /** Gives a lazily reshaped record a native tensor of its own shape. */
+  settleShape(rec) {
+    if (!sameShape(rec.nativeShape, rec.shape)) {
+      const id = this.binding.reshapeTensor(rec.id, rec.shape);
+      this.dropId(rec.id);
+      rec.id = id;
+    }
+    rec.nativeShape = rec.shape;
   }
 
   upload(rec) {
     const values = rec.values;
     if (values === null) throw new Error('Tensor is disposed.');
-    rec.id = this.binding.createTensor(rec.shape, rec.dtype, values);
+    if (rec.shape.length === 0 && rec.dtype !== 'string' && rec.dtype !== 'complex64') {
+      // Scalars (the constants layers make on every step) share one upload per value.
+      rec.id = this.shareId(this.constant(rec.dtype, [], values[0]));
+    } else {
+      rec.id = this.binding.createTensor(rec.shape, rec.dtype, values);
+    }
     rec.values = null;
+  }
+
+  /** Counts one more owner of native tensor `id`; returns it. */
+  shareId(id) {
+    this.sharedIds.set(id, (this.sharedIds.get(id) || 1) + 1);
+    return id;
+  }
+
+  /** Drops one owner of native tensor `id`, deleting it with the last. */
+  dropId(id) {
+    const owners = this.sharedIds.get(id);
+    if (owners === undefined) {
+      this.binding.deleteTensor(id);
+    } else if (owners === 2) {
+      this.sharedIds.delete(id);
+    } else {
+      this.sharedIds.set(id, owners - 1);
+    }
+  }
+
+  /**
+   * `x` (a TensorInfo) under another shape of the same size, as a new record:
+   * no native call; the native tensor is re-viewed only if an op needs it.
+   */
+  reshapeLazily(x, shape) {
+    const rec = this.uploaded(x);
+    return this.wrapAs({id: this.shareId(rec.id), shape: rec.nativeShape, dtype: rec.dtype},
+                       shape);
   }
 
   /**
@@ -279,7 +343,7 @@ class TensorFlowBackend extends tfc.KernelBackend {
     try {
       return this.execRaw('Cast', this.castAttrs(out.dtype, to), [out.id], 1)[0];
     } finally {
-      this.binding.deleteTensor(out.id);
+      this.dropId(out.id);
     }
   }
 
@@ -302,10 +366,17 @@ class TensorFlowBackend extends tfc.KernelBackend {
     return rec;
   }
 
+  /** `wrap` under another shape of the same size, re-viewed natively only when an op needs it. */
+  wrapAs(out, shape) {
+    const rec = this.wrap(out);
+    rec.shape = shape;
+    return rec;
+  }
+
   /** Frees a raw output (or id) that is not returned to tfjs. */
   free(out) {
     if (out == null) return;
-    this.binding.deleteTensor(typeof out === 'number' ? out : out.id);
+    this.dropId(typeof out === 'number' ? out : out.id);
   }
 
   // ------------------------------------------------- helpers for kernels
@@ -333,8 +404,8 @@ class TensorFlowBackend extends tfc.KernelBackend {
   /** Cached constant tensor id of `values` (a number or flat array). */
   constant(dtype, shape, values) {
     const key = dtype + '|' + shape.join(',') + '|' +
-        (typeof values === 'number' || typeof values === 'string' ?
-             values : values.join(','));
+        (typeof values === 'number' ? (Object.is(values, -0) ? '-0' : values) :
+             typeof values === 'string' ? values : values.join(','));
     return this.consts.get(key, () => this.createConstant(dtype, shape, values));
   }
 
@@ -379,4 +450,10 @@ class TensorFlowBackend extends tfc.KernelBackend {
 
 }
 
-module.exports = {TensorFlowBackend, TensorData, typeAttr};
+function sameShape(a, b) {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+module.exports = {TensorFlowBackend, TensorData, typeAttr, sameShape};

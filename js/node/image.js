@@ -40,7 +40,7 @@ function runOnInput(b, what, opName, attrs, shape, dtype, data) {
     err.cause = e;
     throw err;
   } finally {
-    b.binding.deleteTensor(input);
+    b.free(input);
   }
 }
 

@@ -379,7 +379,7 @@ class TFSavedModel {
           keys.map((k) => this.signature.inputs[k].name), outputNames);
       return wrapOutputs(b, outs);
     } finally {
-      for (const f of feeds) if (f.temp) b.binding.deleteTensor(f.id);
+      for (const f of feeds) if (f.temp) b.free(f.id);
     }
   }
 

@@ -30,7 +30,8 @@ function Reshape({inputs, attrs, backend}) {
     // (layer weights, reshaped on every call) are uploaded once and re-viewed natively.
     return backend.makeTensorInfo(shape, x.dtype, rec.values);
   }
-  return backend.wrap(reshape(backend, x, shape));
+  if (x.dtype === 'string') return backend.wrap(reshape(backend, x, shape));
+  return backend.reshapeLazily(x, shape);
 }
 
 function Cast({inputs, attrs, backend}) {

@@ -3,7 +3,7 @@
 // native building blocks (transpose, reshape, pad, slice, ...) that return
 // raw outputs `{id, shape, dtype}` the caller frees or wraps.
 
-const {typeAttr} = require('../../backend/tensorflow_backend');
+const {typeAttr, sameShape} = require('../../backend/tensorflow_backend');
 
 const A = {
   type: typeAttr,
@@ -35,15 +35,20 @@ function transpose(b, x, perm) {
 }
 
 /**
- * x under another shape. Numeric tensors are re-viewed natively (same buffer, no op, no copy);
- * strings take TF's Reshape op. Returns a raw output.
+ * x under another shape, as a raw output. Numeric tensors are re-viewed natively (same buffer, no
+ * op, no copy), or not at all when the native tensor already has that shape (a lazy reshape
+ * undone); strings take TF's Reshape op.
  */
 function reshape(b, x, shape) {
   if (x.dtype === 'string') {
     return b.run1('Reshape', [A.type('T', x.dtype), A.type('Tshape', 'int32')],
                   [x, b.vec(shape)]);
   }
-  return {id: b.binding.reshapeTensor(b.idOf(x), shape), shape, dtype: x.dtype};
+  const rec = b.uploaded(x);
+  const id = rec === null ? x.id : rec.id;
+  const nativeShape = rec === null ? x.shape : rec.nativeShape;
+  if (sameShape(nativeShape, shape)) return {id: b.shareId(id), shape: nativeShape, dtype: x.dtype};
+  return {id: b.binding.reshapeTensor(id, shape), shape, dtype: x.dtype};
 }
 
 function slice(b, x, begin, size) {

@@ -6,6 +6,7 @@
 
 const tfc = require('@tensorflow/tfjs-core');
 const {A, withTemps, reshape, binary} = require('./common');
+const {sameShape} = require('../../backend/tensorflow_backend');
 const {applyActivation, fusedOpsFor, biasVector} = require('./activation');
 const {sizeOf} = require('../../backend/dtypes');
 const {compileRow} = require('../run_table');
@@ -37,7 +38,8 @@ const batchMatMulV2 = compileRow({
 function BatchMatMul({inputs, attrs, backend: b}) {
   const {a, b: bb} = inputs;
   if (!isSingleMatMul(a, bb)) return batchMatMulV2({inputs, attrs, backend: b});
-  return b.wrap(matMulRaw(b, a, bb, Boolean(attrs.transposeA), Boolean(attrs.transposeB)));
+  const out = matMulRaw(b, a, bb, Boolean(attrs.transposeA), Boolean(attrs.transposeB));
+  return b.wrapAs(out, [1, ...out.shape]);
 }
 
 function isSingleMatMul(a, bb) {
@@ -45,7 +47,10 @@ function isSingleMatMul(a, bb) {
       bb.shape[0] === 1 && a.dtype === bb.dtype && MATMUL_DTYPES.has(a.dtype);
 }
 
-/** a x b of same-dtype operands as a raw output, through MatMul when both are a batch of one. */
+/**
+ * a x b of same-dtype operands as a raw output, through MatMul when both are a batch of one (its
+ * output is then 2-D: [m, n], not [1, m, n]).
+ */
 function matMulRaw(b, a, bb, transposeA, transposeB) {
   if (!isSingleMatMul(a, bb)) {
     return b.run1('BatchMatMulV2', [
@@ -57,11 +62,9 @@ function matMulRaw(b, a, bb, transposeA, transposeB) {
     temps.push(a2);
     const b2 = reshape(b, bb, bb.shape.slice(1));
     temps.push(b2);
-    const out = b.run1('MatMul', [
+    return b.run1('MatMul', [
       A.type('T', a.dtype), A.bool('transpose_a', transposeA), A.bool('transpose_b', transposeB),
     ], [a2, b2]);
-    temps.push(out);
-    return reshape(b, out, [1, ...out.shape]);
   });
 }
 
@@ -88,20 +91,14 @@ function _FusedMatMul({inputs, attrs, backend: b}) {
         if (b2 !== bb) temps.push(b2);
         let out = null;
         try {
-          out = b.run1('_FusedMatMul', [
-            A.bool('transpose_a', transposeA), A.bool('transpose_b', transposeB),
-            A.type('T', 'float32'), A.int('num_args', 1), A.strs('fused_ops', fusedOps),
-            A.float('leakyrelu_alpha', leakyreluAlpha == null ? 0.2 : leakyreluAlpha),
-          ], [a2, b2, vec]);
+          out = b.run1('_FusedMatMul', fusedMatMulAttrs(transposeA, transposeB, fusedOps,
+                                                        leakyreluAlpha), [a2, b2, vec]);
         } catch (e) {
           if (e && (e.code === 'NOT_FOUND' || e.code === 'UNIMPLEMENTED')) {
             fusedMatMulUnsupported = true;
           }
         }
-        if (out !== null) {
-          temps.push(out);
-          return b.wrap(reshape(b, out, [1, m, n]));
-        }
+        if (out !== null) return b.wrapAs(out, [1, m, n]);
       }
     }
     let out = matMulRaw(b, a, bb, Boolean(transposeA), Boolean(transposeB));
@@ -109,9 +106,28 @@ function _FusedMatMul({inputs, attrs, backend: b}) {
       temps.push(out);
       out = binary(b, 'AddV2', out, bias);
     }
-    return b.wrap(applyActivation(b, out, activation, preluActivationWeights,
-                                  leakyreluAlpha));
+    out = applyActivation(b, out, activation, preluActivationWeights, leakyreluAlpha);
+    // A batch-of-one product comes back 2-D; tfjs expects [batch, m, n].
+    const shape = [Math.max(batchA, batchB), m, n];
+    return sameShape(out.shape, shape) ? b.wrap(out) : b.wrapAs(out, shape);
   });
+}
+
+/** _FusedMatMul's attrs, one array per combination (so its prepared op is found at once). */
+const fusedMatMulAttrsByKey = new Map();
+function fusedMatMulAttrs(transposeA, transposeB, fusedOps, leakyreluAlpha) {
+  const alpha = leakyreluAlpha == null ? 0.2 : leakyreluAlpha;
+  const key = `${Boolean(transposeA)}|${Boolean(transposeB)}|${fusedOps.join(',')}|${alpha}`;
+  let attrs = fusedMatMulAttrsByKey.get(key);
+  if (attrs === undefined) {
+    attrs = [
+      A.bool('transpose_a', transposeA), A.bool('transpose_b', transposeB),
+      A.type('T', 'float32'), A.int('num_args', 1), A.strs('fused_ops', fusedOps),
+      A.float('leakyrelu_alpha', alpha),
+    ];
+    fusedMatMulAttrsByKey.set(key, attrs);
+  }
+  return attrs;
 }
 
 function FusedBatchNorm({inputs, attrs, backend: b}) {
