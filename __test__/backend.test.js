@@ -286,3 +286,75 @@ test('a kernel beyond tfjs-node: searchSorted, bitwiseAnd, denseBincount', async
   close(await tf.image.rotateWithOffset(image, 1.3, [1, 2], [0.3, 0.6]).data(),
         [6, 7, 14, 15, 22, 23, 1, 2, 4, 5, 12, 13, 20, 21, 1, 2, 10, 11, 18, 19, 1, 2, 1, 2]);
 });
+
+test('a reshape is a new tensor over the same native tensor, made native only when needed', () => {
+  const x = tf.tensor2d([[1, 2, 3], [4, 5, 6]]);
+  const eye = tf.tensor2d([[1, 0], [0, 1]]);
+  tf.add(x, 0).dispose();  // upload x and eye, and cache transpose's perm
+  tf.add(eye, 0).dispose();
+  tf.tidy(() => tf.transpose(tf.add(tf.ones([3, 2]), 0)));
+  const live = binding.stats().liveTensors;
+  const y = tf.reshape(x, [3, 2]);
+  const z = tf.reshape(y, [1, 2, 3]);
+  assert.strictEqual(binding.stats().liveTensors, live, 'no native tensor per reshape');
+  x.dispose();
+  close(z.dataSync(), [1, 2, 3, 4, 5, 6]);
+  // An op on the [3, 2] view sees that shape, and the view outlives its source.
+  const t = tf.transpose(y);
+  assert.deepStrictEqual(t.shape, [2, 3]);
+  close(t.dataSync(), [1, 3, 5, 2, 4, 6]);
+  // matMul re-views its operands as 3-D and the result back as 2-D without native reshapes.
+  const p = tf.matMul(y, eye);
+  assert.deepStrictEqual(p.shape, [3, 2]);
+  close(p.dataSync(), [1, 2, 3, 4, 5, 6]);
+  tf.dispose([y, z, t, p, eye]);
+  assert.strictEqual(binding.stats().liveTensors, live - 2,
+                     'x\'s native tensor is freed with its last view');
+});
+
+test('equal scalars share one native constant, which outlives the cache', () => {
+  const before = binding.stats().liveTensors;
+  const xs = [];
+  for (let i = 0; i < 50; i++) xs.push(tf.add(tf.scalar(0.25), tf.scalar(0.5)));
+  const made = binding.stats().liveTensors - before;
+  assert.ok(made <= 52, `${made} native tensors for 50 sums of two shared scalars`);
+  for (const x of xs) close(x.dataSync(), [0.75]);
+  // -0 and 0 are different constants.
+  assert.strictEqual(tf.div(1, tf.scalar(-0)).dataSync()[0], -Infinity);
+  assert.strictEqual(tf.div(1, tf.scalar(0)).dataSync()[0], Infinity);
+  tf.dispose(xs);
+});
+
+test('one-channel convolutions and tiling max pools (own fast paths) match the cpu backend', async () => {
+  const cases = (t) => {
+    const out = [];
+    for (const f of [1, 2, 4, 8]) {
+      const x = t.tensor4d(Array.from({length: 2 * 9 * 9}, (_, i) => Math.sin(i)), [2, 9, 9, 1]);
+      const w = t.tensor4d(Array.from({length: 9 * f}, (_, i) => Math.cos(i)), [3, 3, 1, f]);
+      for (const [stride, pad] of [[1, 'valid'], [2, 'same'], [1, 'same']]) {
+        out.push(t.conv2d(x, w, stride, pad));
+        out.push(t.grad((ww) => t.conv2d(x, ww, stride, pad).sum())(w));
+        out.push(t.grad((xx) => t.conv2d(xx, w, stride, pad).sum())(x));
+      }
+    }
+    for (const c of [1, 2, 3]) {
+      const x = t.tensor4d(Array.from({length: 2 * 8 * 6 * c}, (_, i) => Math.sin(i * 7)),
+                           [2, 8, 6, c]);
+      out.push(t.maxPool(x, 2, 2, 'valid'), t.maxPool(x, [4, 3], [4, 3], 'valid'),
+               t.maxPool(x, 3, 3, 'valid'), t.maxPool(x, 2, 2, 'same'));
+      out.push(t.grad((xx) => t.maxPool(xx, 2, 2, 'valid').sum())(x));
+    }
+    return out.map((o) => ({shape: o.shape, values: Array.from(o.dataSync())}));
+  };
+  const ours = tf.tidy(() => cases(tf));
+  await tf.setBackend('cpu');
+  try {
+    const reference = tf.tidy(() => cases(tf));
+    reference.forEach((r, i) => {
+      assert.deepStrictEqual(ours[i].shape, r.shape, `case ${i} shape`);
+      close(ours[i].values, r.values, 1e-4);
+    });
+  } finally {
+    await tf.setBackend('tensorflow');
+  }
+});

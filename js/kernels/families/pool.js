@@ -8,7 +8,7 @@
 // cells inside the input, which is what tfjs computes.
 
 const tfc = require('@tensorflow/tfjs-core');
-const {A, withTemps, padOrCrop} = require('./common');
+const {A, withTemps, padOrCrop, reshape} = require('./common');
 const {tfPadding, nonNegative, explicitNHWC, fullPads} = require('./padding');
 const {sizeOf} = require('../../backend/dtypes');
 
@@ -57,9 +57,33 @@ function explicitOk(info, pads, is3D) {
       pads[1][0] < info.filterWidth && pads[1][1] < info.filterWidth;
 }
 
+/**
+ * Channels up to which a tiling max pool (window = stride, dividing the input) runs faster as a
+ * Max over a re-view [n, h/kh, kh, w/kw, kw, c]: TF's MaxPool measured 350 µs on [32,24,24,1]
+ * and Max 75 µs; they cross between 2 and 4 channels.
+ */
+const MAX_TILING_POOL_CHANNELS = 2;
+
+function isTilingPool(info) {
+  return info.filterHeight === info.strideHeight && info.filterWidth === info.strideWidth &&
+      info.inHeight % info.filterHeight === 0 && info.inWidth % info.filterWidth === 0 &&
+      info.padInfo.top === 0 && info.padInfo.left === 0 && info.padInfo.bottom === 0 &&
+      info.padInfo.right === 0;
+}
+
 function maxPool(b, x, info, is3D) {
   const spec = tfPadding(info);
   const op = is3D ? 'MaxPool3D' : 'MaxPool';
+  if (!is3D && x.dtype === 'float32' && info.inChannels <= MAX_TILING_POOL_CHANNELS &&
+      isTilingPool(info)) {
+    return withTemps(b, (temps) => {
+      const tiles = reshape(b, x, [info.batchSize, info.outHeight, info.filterHeight,
+                                   info.outWidth, info.filterWidth, info.inChannels]);
+      temps.push(tiles);
+      return b.op('Max', [A.type('T', x.dtype), A.type('Tidx', 'int32'),
+                          A.bool('keep_dims', false)], [tiles, b.vec([2, 4])]);
+    });
+  }
   if (spec.padding !== 'EXPLICIT') {
     return b.op(op, windowAttrs(x.dtype, info, is3D, spec.padding), [x]);
   }
