@@ -42,10 +42,6 @@ const upper = (v) => String(v).toUpperCase();
 
 const normAxis = (axis, rank) => (axis < 0 ? axis + rank : axis);
 
-/** SplitV sizes from tfjs's numOrSizeSplits (a count or sizes with -1). */
-const splitSizes = (v, attrs, inputs) => tfc.backend_util.prepareSplitSize(
-    inputs[0], v, normAxis(attrs.axis, inputs[0].shape.length));
-
 /** Slice begin/size made full-rank and explicit, like tfjs does. */
 const sliceBegin = (v, attrs, inputs) =>
     tfc.slice_util.parseSliceParams(inputs[0], attrs.begin, attrs.size)[0];
@@ -213,14 +209,6 @@ const ROWS = [
      num: computed('int', (attrs, [x]) =>
                               x.shape[normAxis(attrs.axis, x.shape.length)]),
      axis: attr('int', 'axis'), T,
-   }},
-  {kernel: 'SplitV', inputs: ['x', fromAttr('numOrSizeSplits', 'int32', splitSizes),
-                              fromAttr('axis')],
-   outputs: (attrs, inputs) => splitSizes(attrs.numOrSizeSplits, attrs, inputs).length,
-   attrs: {
-     num_split: computed('int', (attrs, inputs) =>
-                                    splitSizes(attrs.numOrSizeSplits, attrs, inputs).length),
-     T, Tlen: type('int32'),
    }},
   {kernel: 'Slice', inputs: ['x', fromAttr('begin', 'int32', sliceBegin),
                              fromAttr('size', 'int32', sliceSize)],
