@@ -319,6 +319,14 @@ test('equal scalars share one native constant, which outlives the cache', () => 
   const made = binding.stats().liveTensors - before;
   assert.ok(made <= 52, `${made} native tensors for 50 sums of two shared scalars`);
   for (const x of xs) close(x.dataSync(), [0.75]);
+  // Writing into one's data does not change the others (nor the cached constant).
+  xs[0].dataSync()[0] = 100;
+  const a = tf.scalar(0.25);
+  tf.add(a, 1).dispose();  // uploaded: a now shares the cached constant 0.25
+  a.dataSync()[0] = 7;
+  close(xs[1].dataSync(), [0.75]);
+  close(tf.add(tf.scalar(0.25), tf.scalar(0.5)).dataSync(), [0.75]);
+  a.dispose();
   // -0 and 0 are different constants.
   assert.strictEqual(tf.div(1, tf.scalar(-0)).dataSync()[0], -Infinity);
   assert.strictEqual(tf.div(1, tf.scalar(0)).dataSync()[0], Infinity);

@@ -164,7 +164,12 @@ class TensorFlowBackend extends tfc.KernelBackend {
   readSync(dataId) {
     const rec = this.record(dataId);
     if (rec.values !== null) return rec.values;
-    if (rec.view === null) rec.view = this.binding.tensorDataSync(rec.id);
+    if (rec.view === null) {
+      const view = this.binding.tensorDataSync(rec.id);
+      // A shared one-element tensor may be a cached constant that unrelated tensors use too:
+      // hand out a copy, so that writing into the result cannot change them.
+      rec.view = view.length === 1 && this.sharedIds.has(rec.id) ? view.slice() : view;
+    }
     return rec.view;
   }
 
