@@ -1,7 +1,7 @@
 'use strict';
 // Activations of tfjs's fused kernels, as TF fused_ops names or as ops.
 
-const {A, reshape} = require('./common');
+const {A, reshape, binary} = require('./common');
 const {sizeOf} = require('../../backend/dtypes');
 
 /** TF fused_ops for BiasAdd + activation, or null when TF can't fuse it. */
@@ -31,6 +31,21 @@ function biasVector(b, bias, channels, temps) {
   temps.push(v);
   return v;
 }
+
+/**
+ * x + bias as a raw output. A bias along x's last dim runs on TF's BiasAdd, which measured
+ * 200 µs where the broadcasting AddV2 took 340 (a [32,26,26,32] conv output).
+ */
+function addBias(b, x, bias, temps) {
+  const channels = x.shape[x.shape.length - 1];
+  const vec = x.shape.length >= 2 && bias.shape.length <= x.shape.length &&
+      BIAS_ADD_DTYPES.has(x.dtype) && bias.dtype === x.dtype ?
+      biasVector(b, bias, channels, temps) : null;
+  if (vec === null) return binary(b, 'AddV2', x, bias);
+  return b.run1('BiasAdd', [A.type('T', x.dtype), A.str('data_format', 'NHWC')], [x, vec]);
+}
+
+const BIAS_ADD_DTYPES = new Set(['float32', 'int32']);
 
 /**
  * Applies a tfjs activation to a raw output `x`; returns a raw output and
@@ -75,4 +90,4 @@ function applyActivation(b, x, activation, preluWeights, leakyreluAlpha) {
   return out;
 }
 
-module.exports = {fusedOpsFor, biasVector, applyActivation};
+module.exports = {fusedOpsFor, biasVector, addBias, applyActivation};

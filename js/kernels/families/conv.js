@@ -7,9 +7,9 @@
 // pad/crop of the input followed by a VALID op (padding.js).
 
 const tfc = require('@tensorflow/tfjs-core');
-const {A, withTemps, transpose, reshape, slice, padOrCrop} = require('./common');
+const {A, withTemps, transpose, reshape, slice, padOrCrop, binary} = require('./common');
 const {tfPadding, nonNegative, explicitNHWC, fullPads} = require('./padding');
-const {applyActivation, fusedOpsFor, biasVector} = require('./activation');
+const {applyActivation, fusedOpsFor, biasVector, addBias} = require('./activation');
 
 const TO_NHWC = [0, 2, 3, 1];
 const TO_NCHW = [0, 3, 1, 2];
@@ -381,7 +381,7 @@ function fusedConv(b, {x, filter, bias, preluActivationWeights}, attrs, depthwis
     };
     if (bias != null) {
       temps.push(out);
-      out = b.run1('AddV2', [A.type('T', out.dtype)], [out, channelwise(bias)]);
+      out = nchw ? binary(b, 'AddV2', out, channelwise(bias)) : addBias(b, out, bias, temps);
     }
     out = applyActivation(b, out, attrs.activation,
                           channelwise(preluActivationWeights), attrs.leakyreluAlpha);

@@ -5,9 +5,9 @@
 // seed semantics, SearchSorted on LowerBound/UpperBound.
 
 const tfc = require('@tensorflow/tfjs-core');
-const {A, withTemps, reshape, binary} = require('./common');
+const {A, withTemps, reshape} = require('./common');
 const {sameShape} = require('../../backend/tensorflow_backend');
-const {applyActivation, fusedOpsFor, biasVector} = require('./activation');
+const {applyActivation, fusedOpsFor, biasVector, addBias} = require('./activation');
 const {sizeOf} = require('../../backend/dtypes');
 const {compileRow} = require('../run_table');
 const {upcast, attr} = require('../spec');
@@ -122,7 +122,7 @@ function _FusedMatMul({inputs, attrs, backend: b}) {
     let out = matMulRaw(b, a, bb, Boolean(transposeA), Boolean(transposeB));
     if (bias != null) {
       temps.push(out);
-      out = binary(b, 'AddV2', out, bias);
+      out = addBias(b, out, bias, temps);
     }
     out = applyActivation(b, out, activation, preluActivationWeights, leakyreluAlpha);
     // A batch-of-one product comes back 2-D; tfjs expects [batch, m, n].
