@@ -366,3 +366,16 @@ test('one-channel convolutions and tiling max pools (own fast paths) match the c
     await tf.setBackend('tensorflow');
   }
 });
+
+test('step (relu\'s gradient, computed as Relu(Sign(x))) keeps tfjs\'s values at NaN, ±0 and ±Inf', () => {
+  const x = tf.tensor1d([NaN, -0, 0, Infinity, -Infinity, -2, 3.5]);
+  const got = Array.from(tf.step(x).dataSync());
+  assert.ok(Number.isNaN(got[0]));
+  assert.deepStrictEqual(got.slice(1), [0, 0, 1, 0, 0, 1]);
+  assert.ok(!Object.is(got[1], -0), 'step(-0) is +0');
+  close(tf.step(x, 0.5).dataSync(), [NaN, 0.5, 0.5, 1, 0.5, 0.5, 1]);
+  assert.deepStrictEqual(Array.from(tf.step(tf.tensor1d([-3, 0, 4], 'int32')).dataSync()), [0, 0, 1]);
+  const g = tf.grad((v) => tf.relu(v).sum())(tf.tensor1d([-1, 0, 2]));
+  assert.deepStrictEqual(Array.from(g.dataSync()), [0, 0, 1]);
+  tf.dispose([x, g]);
+});

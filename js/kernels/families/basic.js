@@ -118,6 +118,15 @@ function Sign({inputs, backend}) {
 function Step({inputs, attrs, backend}) {
   const {x} = inputs;
   const dt = x.dtype;
+  if (attrs.alpha === 0 && (dt === 'float32' || dt === 'int32')) {
+    // relu's gradient: TF's Sign keeps NaN (and maps -0 to 0), Relu then zeroes the -1s. Two
+    // element-wise passes instead of four (the general case below).
+    return withTemps(backend, (temps) => {
+      const sign = unary(backend, 'Sign', x);
+      temps.push(sign);
+      return backend.wrap(unary(backend, 'Relu', sign));
+    });
+  }
   return withTemps(backend, (temps) => {
     const pos = backend.run1('Greater', [A.type('T', dt)], [x, backend.scalar(0, dt)]);
     temps.push(pos);
