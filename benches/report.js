@@ -324,8 +324,12 @@ function markdown(results) {
     if (b === P) bits.push('this package');
     lines.push(`- ${b}: ${bits.join(', ')}`);
   }
-  lines.push(`- Rounds per model case: ${results.options.rounds} (fewer where one round of a ` +
-             `slow backend exceeds the time budget); total run ${results.seconds} s`, '');
+  const passes = results.options.passes || 1;
+  lines.push(`- Rounds per model case: ${results.options.rounds} in each of ${passes} worker ` +
+             `process${passes > 1 ? 'es' : ''} per backend (cpu: 1), interleaved across ` +
+             'backends; a case\'s time is the median of the processes\' medians (fewer rounds ' +
+             'where one round of a slow backend exceeds the time budget); total run ' +
+             `${results.seconds} s`, '');
   if (results.models) {
     lines.push('## Layers suite', '');
     lines.push('Method and models: `../shared/reference/benchmark-suite.md` (predict: ms per ' +

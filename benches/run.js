@@ -9,7 +9,9 @@
 //   --backends=a,b       backends to run (default: tensorflow,tfjs-node,wasm,cpu)
 //   --models=a,b         models to run (default: all, or the quick subset)
 //   --only=models,micro,rss   groups to run (default: all three)
-//   --rounds=N           rounds per model case (default 5; quick 2)
+//   --rounds=N           rounds per model case in each worker process (default 5; quick 2)
+//   --passes=N           worker processes per model case and backend, interleaved across
+//                        backends (default 3; cpu and quick runs: 1)
 //   --write              write RESULTS.md and the SVG even for a partial or quick run
 //   --report-only[=FILE] only regenerate RESULTS.md and the SVG from a results file
 //                        (default benches/results/full.json)
@@ -40,8 +42,9 @@ function parseArgs(argv) {
     else if (k === 'models') o.models = v.split(',');
     else if (k === 'only') o.only = v.split(',');
     else if (k === 'rounds') o.rounds = Number(v);
+    else if (k === 'passes') o.passes = Number(v);
     else if (k === 'help' || k === 'h') {
-      console.log(fs.readFileSync(__filename, 'utf8').split('\n').slice(1, 19)
+      console.log(fs.readFileSync(__filename, 'utf8').split('\n').slice(1, 21)
           .map((l) => l.replace(/^\/\/ ?/, '')).join('\n'));
       process.exit(0);
     } else throw new Error(`unknown option ${a}`);
@@ -50,6 +53,7 @@ function parseArgs(argv) {
   o.models = o.models || (o.quick ? QUICK_MODELS : MODELS.map((m) => m.name));
   o.only = o.only || ['models', 'micro', 'rss'];
   o.rounds = o.rounds || (o.quick ? 2 : 5);
+  o.passes = o.passes || 3;
   for (const m of o.models) {
     if (!MODELS.find((x) => x.name === m)) throw new Error(`unknown model ${m}`);
   }
@@ -140,36 +144,67 @@ function cFloor(quick) {
 
 // ------------------------------------------------------------------ groups
 
+/**
+ * Worker processes per model case and backend. A machine phase that slows everything for a few
+ * seconds would otherwise land on one backend only: near-equal peers (tfjs-node, on the same TF
+ * kernels) flipped between 0.8x and 1.2x from run to run. The passes interleave the backends, and
+ * a case's time is the median of the passes' medians. `cpu`, slower by far, runs one pass.
+ */
+function passesFor(opts, backend) {
+  return opts.quick || backend === 'cpu' ? 1 : opts.passes;
+}
+
 function runModels(opts, backends, results) {
   const cases = allCases().filter((c) => opts.models.includes(c.model));
   const byModel = {};
   for (const c of cases) (byModel[c.model] = byModel[c.model] || []).push(c);
   const rows = cases.map((c) => ({...c, results: {}}));
+  const runs = new Map();  // `model|method|backend` -> [result of each pass]
+  const maxPasses = Math.max(...backends.map((b) => passesFor(opts, b)));
   let rotate = 0;
-  for (const model of Object.keys(byModel)) {
-    // Rotate the order so that no backend always runs first (or last) on a drifting machine.
-    const order = backends.slice(rotate % backends.length)
-        .concat(backends.slice(0, rotate % backends.length));
-    rotate++;
-    for (const backend of order) {
-      const t0 = Date.now();
-      // Budgets: stop repeating a case after budgetMs; shorten a round whose warm-up call shows
-      // it would exceed roundMs; time just the warm-up call when it exceeds slowMs (cpu only).
-      const r = runWorker({backend, kind: 'models', cases: byModel[model], rounds: opts.rounds,
-                           budgetMs: opts.quick ? 5000 : 20000,
-                           roundMs: opts.quick ? 2000 : 4000,
-                           slowMs: opts.quick ? 5000 : 10000});
-      const got = r.models || byModel[model].map((c) => ({...c, error: r.error}));
-      for (const g of got) {
-        const row = rows.find((x) => x.model === g.model && x.method === g.method);
-        row.results[backend] = g.error ? {error: g.error.split('\n')[0]} :
-            {ms: g.ms, min: g.min, rounds: g.rounds, iterations: g.iterations,
-             warmupOnly: g.warmupOnly, leakedTensors: g.leakedTensors};
+  for (let pass = 0; pass < maxPasses; pass++) {
+    for (const model of Object.keys(byModel)) {
+      // Rotate the order so that no backend always runs first (or last) on a drifting machine.
+      const order = backends.slice(rotate % backends.length)
+          .concat(backends.slice(0, rotate % backends.length));
+      rotate++;
+      for (const backend of order) {
+        if (pass >= passesFor(opts, backend)) continue;
+        const t0 = Date.now();
+        // Budgets: stop repeating a case after budgetMs; shorten a round whose warm-up call shows
+        // it would exceed roundMs; time just the warm-up call when it exceeds slowMs (cpu only).
+        const r = runWorker({backend, kind: 'models', cases: byModel[model], rounds: opts.rounds,
+                             budgetMs: opts.quick ? 5000 : (backend === 'cpu' ? 20000 : 8000),
+                             roundMs: opts.quick ? 2000 : 4000,
+                             slowMs: opts.quick ? 5000 : 10000});
+        const got = r.models || byModel[model].map((c) => ({...c, error: r.error}));
+        for (const g of got) {
+          const key = `${g.model}|${g.method}|${backend}`;
+          if (!runs.has(key)) runs.set(key, []);
+          runs.get(key).push(g);
+        }
+        const summary = got.map((g) => `${g.method} ${g.error ? 'ERROR' : g.ms.toFixed(2) + ' ms'}`)
+            .join(', ');
+        console.log(`  ${model.padEnd(24)} ${backend.padEnd(10)} ${summary}  ` +
+                    `(pass ${pass + 1}, ${((Date.now() - t0) / 1000).toFixed(1)} s)`);
       }
-      const summary = got.map((g) => `${g.method} ${g.error ? 'ERROR' : g.ms.toFixed(2) + ' ms'}`)
-          .join(', ');
-      console.log(`  ${model.padEnd(24)} ${backend.padEnd(10)} ${summary}  ` +
-                  `(${((Date.now() - t0) / 1000).toFixed(1)} s)`);
+    }
+  }
+  for (const row of rows) {
+    for (const backend of backends) {
+      const passes = runs.get(`${row.model}|${row.method}|${backend}`) || [];
+      const failed = passes.find((g) => g.error);
+      if (failed || !passes.length) {
+        row.results[backend] = {error: failed ? failed.error.split('\n')[0] : 'not run'};
+        continue;
+      }
+      const last = passes[passes.length - 1];
+      row.results[backend] = {
+        ms: median(passes.map((g) => g.ms)), min: Math.min(...passes.map((g) => g.min)),
+        rounds: passes.flatMap((g) => g.rounds), passes: passes.map((g) => g.ms),
+        iterations: last.iterations, warmupOnly: passes.some((g) => g.warmupOnly),
+        leakedTensors: Math.max(...passes.map((g) => g.leakedTensors || 0)),
+      };
     }
   }
   results.models = rows;
@@ -263,6 +298,7 @@ function main() {
   const started = Date.now();
   const results = {date: new Date().toISOString(), machine: machine(),
                    options: {quick: opts.quick, full: opts.full, rounds: opts.rounds,
+                             passes: opts.quick ? 1 : opts.passes,
                              models: opts.models, groups: opts.only},
                    primary: PRIMARY, backends: {}};
   console.log(`tfjs-node-rs benchmarks${opts.quick ? ' (quick)' : ''}: ` +
