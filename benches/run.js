@@ -198,11 +198,10 @@ function runModels(opts, backends, results) {
         row.results[backend] = {error: failed ? failed.error.split('\n')[0] : 'not run'};
         continue;
       }
-      const last = passes[passes.length - 1];
       row.results[backend] = {
-        ms: median(passes.map((g) => g.ms)), min: Math.min(...passes.map((g) => g.min)),
-        rounds: passes.flatMap((g) => g.rounds), passes: passes.map((g) => g.ms),
-        iterations: last.iterations, warmupOnly: passes.some((g) => g.warmupOnly),
+        ...combineTimings(passes, 'ms'), rounds: passes.flatMap((g) => g.rounds),
+        iterations: passes[passes.length - 1].iterations,
+        warmupOnly: passes.some((g) => g.warmupOnly),
         leakedTensors: Math.max(...passes.map((g) => g.leakedTensors || 0)),
       };
     }

@@ -32,6 +32,19 @@ class TensorData {
   }
 }
 
+/**
+ * The attrs array for `key` in `cache`, built once: kernels that pass the same array object
+ * each call let the op runner find its prepared op without rebuilding its lookup key.
+ */
+function cachedAttrs(cache, key, build) {
+  let attrs = cache.get(key);
+  if (attrs === undefined) {
+    attrs = build();
+    cache.set(key, attrs);
+  }
+  return attrs;
+}
+
 /** Memoised `{name, type: 'type', value}` attr objects. */
 const TYPE_ATTRS = new Map();
 function typeAttr(name, dtype) {
@@ -269,12 +282,19 @@ class TensorFlowBackend extends tfc.KernelBackend {
 
   /** Gives a lazily reshaped record a native tensor of its own shape. */
   settleShape(rec) {
-    if (!sameShape(rec.nativeShape, rec.shape)) {
-      const id = this.binding.reshapeTensor(rec.id, rec.shape);
-      this.dropId(rec.id);
-      rec.id = id;
-    }
+    const id = this.nativeView(rec.id, rec.nativeShape, rec.shape);
+    this.dropId(rec.id);
+    rec.id = id;
     rec.nativeShape = rec.shape;
+  }
+
+  /**
+   * A new owner's id for native tensor `id` (of `nativeShape`) under `shape`: the same id when
+   * the shapes agree, else a native re-view (same buffer, no op, no copy).
+   */
+  nativeView(id, nativeShape, shape) {
+    return sameShape(nativeShape, shape) ? this.shareId(id) :
+                                           this.binding.reshapeTensor(id, shape);
   }
 
   upload(rec) {
@@ -354,14 +374,9 @@ class TensorFlowBackend extends tfc.KernelBackend {
 
   /** Cast's attrs from `from` to `to`, one array per pair (so its prepared op is found at once). */
   castAttrs(from, to) {
-    const key = from + '>' + to;
-    let attrs = this.castAttrsByPair.get(key);
-    if (attrs === undefined) {
-      attrs = [typeAttr('SrcT', from), typeAttr('DstT', to),
-               {name: 'Truncate', type: 'bool', value: false}];
-      this.castAttrsByPair.set(key, attrs);
-    }
-    return attrs;
+    return cachedAttrs(this.castAttrsByPair, from + '>' + to, () => [
+      typeAttr('SrcT', from), typeAttr('DstT', to), {name: 'Truncate', type: 'bool', value: false},
+    ]);
   }
 
   /** Registers a raw output as a tfjs tensor's data; returns its TensorInfo. */
@@ -461,4 +476,4 @@ function sameShape(a, b) {
   return true;
 }
 
-module.exports = {TensorFlowBackend, TensorData, typeAttr, sameShape};
+module.exports = {TensorFlowBackend, TensorData, typeAttr, cachedAttrs, sameShape};

@@ -6,7 +6,7 @@
 // Prelu, string comparisons, FloorDiv).
 
 const tfc = require('@tensorflow/tfjs-core');
-const {A, withTemps, identity, binary, unary, reshape} = require('./common');
+const {A, cachedAttrs, withTemps, identity, binary, unary, reshape} = require('./common');
 const {sizeOf} = require('../../backend/dtypes');
 
 function Identity({inputs, backend}) {
@@ -234,16 +234,11 @@ function compareStrings(backend, a, b, test) {
   return backend.makeTensorInfo(outShape, 'bool', out);
 }
 
-/** Split's attrs, one array per (dtype, count), so its prepared op is found at once. */
+/** Split's attrs, one array per (dtype, count). */
 const splitAttrsByKey = new Map();
 function splitAttrs(dtype, count) {
-  const key = dtype + '|' + count;
-  let attrs = splitAttrsByKey.get(key);
-  if (attrs === undefined) {
-    attrs = [A.type('T', dtype), A.int('num_split', count)];
-    splitAttrsByKey.set(key, attrs);
-  }
-  return attrs;
+  return cachedAttrs(splitAttrsByKey, dtype + '|' + count,
+                     () => [A.type('T', dtype), A.int('num_split', count)]);
 }
 
 /**

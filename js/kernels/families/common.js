@@ -3,7 +3,7 @@
 // native building blocks (transpose, reshape, pad, slice, ...) that return
 // raw outputs `{id, shape, dtype}` the caller frees or wraps.
 
-const {typeAttr, sameShape} = require('../../backend/tensorflow_backend');
+const {typeAttr, cachedAttrs} = require('../../backend/tensorflow_backend');
 
 const A = {
   type: typeAttr,
@@ -45,10 +45,9 @@ function reshape(b, x, shape) {
                   [x, b.vec(shape)]);
   }
   const rec = b.uploaded(x);
-  const id = rec === null ? x.id : rec.id;
-  const nativeShape = rec === null ? x.shape : rec.nativeShape;
-  if (sameShape(nativeShape, shape)) return {id: b.shareId(id), shape: nativeShape, dtype: x.dtype};
-  return {id: b.binding.reshapeTensor(id, shape), shape, dtype: x.dtype};
+  const id = rec === null ? b.nativeView(x.id, x.shape, shape) :
+                            b.nativeView(rec.id, rec.nativeShape, shape);
+  return {id, shape, dtype: x.dtype};
 }
 
 function slice(b, x, begin, size) {
@@ -106,5 +105,5 @@ function identity(backend, x) {
 }
 
 module.exports = {
-  A, withTemps, transpose, reshape, slice, padOrCrop, binary, unary, identity,
+  A, cachedAttrs, withTemps, transpose, reshape, slice, padOrCrop, binary, unary, identity,
 };

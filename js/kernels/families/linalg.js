@@ -5,7 +5,7 @@
 // seed semantics, SearchSorted on LowerBound/UpperBound.
 
 const tfc = require('@tensorflow/tfjs-core');
-const {A, withTemps, reshape} = require('./common');
+const {A, cachedAttrs, withTemps, reshape} = require('./common');
 const {sameShape} = require('../../backend/tensorflow_backend');
 const {applyActivation, fusedOpsFor, biasVector, addBias} = require('./activation');
 const {sizeOf} = require('../../backend/dtypes');
@@ -134,21 +134,16 @@ function _FusedMatMul({inputs, attrs, backend: b}) {
   });
 }
 
-/** _FusedMatMul's attrs, one array per combination (so its prepared op is found at once). */
+/** _FusedMatMul's attrs, one array per combination. */
 const fusedMatMulAttrsByKey = new Map();
 function fusedMatMulAttrs(transposeA, transposeB, fusedOps, leakyreluAlpha) {
   const alpha = leakyreluAlpha == null ? 0.2 : leakyreluAlpha;
   const key = `${Boolean(transposeA)}|${Boolean(transposeB)}|${fusedOps.join(',')}|${alpha}`;
-  let attrs = fusedMatMulAttrsByKey.get(key);
-  if (attrs === undefined) {
-    attrs = [
-      A.bool('transpose_a', transposeA), A.bool('transpose_b', transposeB),
-      A.type('T', 'float32'), A.int('num_args', 1), A.strs('fused_ops', fusedOps),
-      A.float('leakyrelu_alpha', alpha),
-    ];
-    fusedMatMulAttrsByKey.set(key, attrs);
-  }
-  return attrs;
+  return cachedAttrs(fusedMatMulAttrsByKey, key, () => [
+    A.bool('transpose_a', transposeA), A.bool('transpose_b', transposeB),
+    A.type('T', 'float32'), A.int('num_args', 1), A.strs('fused_ops', fusedOps),
+    A.float('leakyrelu_alpha', alpha),
+  ]);
 }
 
 function FusedBatchNorm({inputs, attrs, backend: b}) {
