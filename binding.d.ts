@@ -133,6 +133,12 @@ export interface Stats {
   pendingReleases: number
   /** ArrayBuffers over native memory (from `alloc` and reads) not yet collected, process-wide. */
   externalBuffers: number
+  /** Op calls whose running was deferred to the end of their run (see `trace`). */
+  deferredOps: number
+  /** Runs of deferred ops turned into graph nodes. */
+  compiledRuns: number
+  /** Runs of deferred ops executed as one session run of those nodes. */
+  graphRuns: number
 }
 
 /** The tensor's values: a typed array sharing TF's buffer, or `Uint8Array[]` for strings. */

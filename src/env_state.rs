@@ -11,6 +11,7 @@ use crate::tensor_table::TensorTable;
 use crate::tf::context::Context;
 use crate::tf::handle::TensorHandle;
 use crate::tf::status::Status;
+use crate::trace::Tracer;
 
 #[derive(Default)]
 pub struct Counters {
@@ -27,10 +28,13 @@ pub struct Scratch {
     pub text: Vec<u8>,
     pub dims: Vec<i64>,
     pub outputs: Vec<TensorHandle>,
+    pub ids: Vec<u64>,
 }
 
 /// Fields drop in declaration order: tensors and ops before the context they belong to.
 pub struct EnvState {
+    /// Before `tensors`: a run being recorded holds handles of the context.
+    pub tracer: Tracer,
     pub tensors: TensorTable,
     pub saved_models: crate::saved_model::SavedModels,
     pub ops: OpCache,
@@ -55,10 +59,19 @@ impl EnvState {
         js.env_data(EnvState::new)
     }
 
+    /// Makes `id` hold its tensor: if a deferred run produced it, the run ends and runs.
+    pub fn settle(&mut self, id: u64) -> Result<()> {
+        let plans = std::mem::take(&mut self.prepared_ops);
+        let settled = crate::trace::settle(self, &plans, id);
+        self.prepared_ops = plans;
+        settled
+    }
+
     fn new(js: Js) -> Result<EnvState> {
         let status = Status::new();
         let context = Context::new(&status)?;
         Ok(EnvState {
+            tracer: Tracer::new(),
             tensors: TensorTable::default(),
             saved_models: Default::default(),
             ops: OpCache::default(),
@@ -76,6 +89,7 @@ impl EnvData for EnvState {
     fn shut_down(&mut self) {
         // Tensors borrowing JS memory release it now, on this thread, while N-API still can.
         self.scratch.outputs.clear();
+        self.tracer.clear();
         self.tensors.clear();
         self.ops.clear();
         self.releases.shut_down();

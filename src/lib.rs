@@ -3,6 +3,7 @@
 //! - `tf/`: safe wrappers over the TF C API (all TF FFI).
 //! - `js/`: raw N-API for the hot paths (all N-API FFI).
 //! - `env_state`: per-env context lifecycle; `tensor_table`, `op_cache`: what it holds.
+//! - `trace`: deferred execution of repeated runs of ops as TF functions.
 //! - `sharing`: JS memory ↔ TF memory without copies; `release`: returning JS memory from TF threads.
 //! - `api/`: the exported functions.
 #![deny(clippy::all)]
@@ -19,3 +20,4 @@ mod saved_model;
 mod sharing;
 mod tensor_table;
 mod tf;
+mod trace;

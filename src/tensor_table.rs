@@ -7,9 +7,19 @@ use crate::error::{Error, Result};
 use crate::tf::handle::TensorHandle;
 
 pub struct TensorEntry {
-    pub handle: TensorHandle,
+    /// `None` while the tensor is the output of a deferred op (`crate::trace`) not yet run.
+    handle: Option<TensorHandle>,
     /// Bytes of element data, for `stats().liveBytes` (0 for strings and handles).
     pub bytes: u64,
+}
+
+impl TensorEntry {
+    /// The tensor, or an error for a deferred output (callers settle ids before they read them).
+    pub fn handle(&self) -> Result<&TensorHandle> {
+        self.handle
+            .as_ref()
+            .ok_or_else(|| Error::Invalid("the tensor has not been computed yet".into()))
+    }
 }
 
 /// Ids count up from 1 and are never reused, so a stale id is an error rather than another
@@ -23,10 +33,39 @@ pub struct TensorTable {
 
 impl TensorTable {
     pub fn insert(&mut self, handle: TensorHandle, bytes: u64) -> u64 {
+        self.insert_entry(Some(handle), bytes)
+    }
+
+    /// An id for a deferred op's output, computed later by `fill`.
+    pub fn insert_deferred(&mut self, bytes: u64) -> u64 {
+        self.insert_entry(None, bytes)
+    }
+
+    fn insert_entry(&mut self, handle: Option<TensorHandle>, bytes: u64) -> u64 {
         self.next_id += 1;
         self.live_bytes += bytes;
         self.entries
             .insert(self.next_id, TensorEntry { handle, bytes });
+        self.next_id
+    }
+
+    /// Gives a deferred output its tensor; false (and the handle dropped) when JS deleted the id.
+    pub fn fill(&mut self, id: u64, handle: TensorHandle) -> bool {
+        match self.entries.get_mut(&id) {
+            Some(entry) => {
+                entry.handle = Some(handle);
+                true
+            }
+            None => false,
+        }
+    }
+
+    pub fn contains(&self, id: u64) -> bool {
+        self.entries.contains_key(&id)
+    }
+
+    /// The most recently inserted id.
+    pub fn last_id(&self) -> u64 {
         self.next_id
     }
 

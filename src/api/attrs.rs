@@ -10,6 +10,7 @@ use tensorflow_sys as sys;
 use super::args;
 use crate::error::{Error, Result};
 use crate::js::{Js, JsType, Value};
+use crate::tf::graph::NodeBuilder;
 use crate::tf::op::Op;
 use crate::tf::status::Status;
 
@@ -111,6 +112,46 @@ pub fn apply(op: &mut Op, attrs: &[OwnedAttr], status: &Status) -> Result<()> {
             AttrValue::BoolList(v) => op.set_bool_list(name, v),
             AttrValue::TypeList(v) => op.set_type_list(name, v),
             AttrValue::ShapeList(shapes) => op.set_shape_list(name, shapes, status)?,
+        }
+    }
+    Ok(())
+}
+
+/// Whether `apply_to_node` can set every one of `attrs` (the kinds a graph node of a deferred
+/// run needs; ops with other kinds run eagerly).
+pub fn settable_on_node(attrs: &[OwnedAttr]) -> bool {
+    attrs.iter().all(|a| {
+        matches!(
+            a.value,
+            AttrValue::String(_)
+                | AttrValue::Int(_)
+                | AttrValue::Float(_)
+                | AttrValue::Bool(_)
+                | AttrValue::Type(_)
+                | AttrValue::IntList(_)
+                | AttrValue::TypeList(_)
+        )
+    })
+}
+
+/// `apply` for a graph node; kinds `settable_on_node` rejects are an error.
+pub fn apply_to_node(node: &mut NodeBuilder, attrs: &[OwnedAttr]) -> Result<()> {
+    for OwnedAttr { name, value } in attrs {
+        let name: &CStr = name;
+        match value {
+            AttrValue::String(s) => node.set_string(name, s),
+            AttrValue::Int(v) => node.set_int(name, *v),
+            AttrValue::Float(v) => node.set_float(name, *v),
+            AttrValue::Bool(v) => node.set_bool(name, *v),
+            AttrValue::Type(v) => node.set_type(name, *v),
+            AttrValue::IntList(v) => node.set_int_list(name, v),
+            AttrValue::TypeList(v) => node.set_type_list(name, v),
+            _ => {
+                return Err(Error::Invalid(format!(
+                    "attr '{}' cannot be set on a graph node",
+                    name.to_string_lossy()
+                )))
+            }
         }
     }
     Ok(())

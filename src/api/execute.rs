@@ -13,18 +13,24 @@ use super::js_call;
 use crate::env_state::EnvState;
 use crate::error::{Error, Result};
 use crate::js::{Js, Value};
+use crate::op_cache::OpCache;
+use crate::tf::context::Context;
 use crate::tf::dtype::DTYPES;
 use crate::tf::handle::TensorHandle;
 use crate::tf::signals::{self, AsyncSignalsBlocked};
+use crate::tf::status::Status;
+use crate::trace::{self, InputLayout};
 
 /// Outputs beyond this are a caller's mistake, not an op's (the widest TF ops have a few dozen).
 const MAX_OUTPUTS: i64 = 4096;
 
 /// An op name with its attributes, read and checked once.
 pub struct PreparedOp {
-    name: CString,
-    attrs: Vec<OwnedAttr>,
+    pub(crate) name: CString,
+    pub(crate) attrs: Vec<OwnedAttr>,
     uses_generated_gemm: bool,
+    /// How the op's inputs group into graph arguments; `None`: it is never deferred.
+    pub(crate) deferrable: Option<InputLayout>,
 }
 
 /// Where a call's attributes come from.
@@ -33,51 +39,97 @@ enum Attrs<'a> {
     Prepared(&'a [OwnedAttr]),
 }
 
-/// Runs `name` on the tensors `input_ids` yields, leaving the outputs in `state.scratch.outputs`.
-/// `uses_generated_gemm` is `signals::uses_generated_gemm(name)`, which prepared ops keep.
-fn run(
-    state: &mut EnvState,
-    name: &CStr,
+/// One op call: what to run, and room for how many outputs.
+struct Call<'a> {
+    name: &'a CStr,
+    /// `signals::uses_generated_gemm(name)`, which prepared ops keep.
     uses_generated_gemm: bool,
-    attrs: Attrs,
-    input_ids: impl Iterator<Item = Result<u64>>,
+    attrs: Attrs<'a>,
     room: i64,
+}
+
+/// Runs `call` on `inputs`, appending its outputs to `outputs`.
+fn run<'h>(
+    ops: &mut OpCache,
+    context: &Context,
+    status: &Status,
+    outputs: &mut Vec<TensorHandle>,
+    call: Call,
+    inputs: impl Iterator<Item = Result<&'h TensorHandle>>,
 ) -> Result<()> {
+    let name = call.name;
     let label = name.to_str().unwrap_or("op");
-    if !(0..=MAX_OUTPUTS).contains(&room) {
+    if !(0..=MAX_OUTPUTS).contains(&call.room) {
         return Err(Error::Range(format!(
-            "{label}: numOutputs must be in 0..={MAX_OUTPUTS}, got {room}"
+            "{label}: numOutputs must be in 0..={MAX_OUTPUTS}, got {}",
+            call.room
         )));
     }
-    let status = &state.status;
-    let mut checked_out = state
-        .ops
-        .take(&state.context, name, status)
+    let mut checked_out = ops
+        .take(context, name, status)
         .map_err(|e| e.context(label))?;
     let op = &mut checked_out.op;
-    let tensors = &state.tensors;
-    let outputs = &mut state.scratch.outputs;
     let ran = (|| {
-        match attrs {
+        match call.attrs {
             Attrs::FromJs(js, value) => {
                 attrs::apply(op, &attrs::read(js, op, label, value, status)?, status)
             }
             Attrs::Prepared(owned) => attrs::apply(op, owned, status),
         }
         .map_err(|e| e.context(label))?;
-        for (i, id) in input_ids.enumerate() {
-            let entry = tensors
-                .get(id?)
-                .map_err(|e| e.context(&format!("{label} input {i}")))?;
-            op.add_input(&entry.handle, status)
-                .map_err(|e| e.context(label))?;
+        for (i, input) in inputs.enumerate() {
+            let handle = input.map_err(|e| e.context(&format!("{label} input {i}")))?;
+            op.add_input(handle, status).map_err(|e| e.context(label))?;
         }
-        let _blocked = AsyncSignalsBlocked::when(uses_generated_gemm);
-        op.execute(outputs, room as usize, status)
+        let _blocked = AsyncSignalsBlocked::when(call.uses_generated_gemm);
+        op.execute(outputs, call.room as usize, status)
             .map_err(|e| e.context(label))
     })();
-    state.ops.give_back(name, checked_out, status);
+    ops.give_back(name, checked_out, status);
     ran
+}
+
+/// Runs a prepared op on the tensors of `ids` (none of them deferred), leaving the outputs in
+/// `state.scratch.outputs`.
+pub fn run_ids(state: &mut EnvState, prepared: &PreparedOp, ids: &[u64], room: i64) -> Result<()> {
+    run_on_ids(state, prepared.call(room), ids)
+}
+
+fn run_on_ids(state: &mut EnvState, call: Call, ids: &[u64]) -> Result<()> {
+    let tensors = &state.tensors;
+    run(
+        &mut state.ops,
+        &state.context,
+        &state.status,
+        &mut state.scratch.outputs,
+        call,
+        ids.iter()
+            .map(|&id| tensors.get(id).and_then(|e| e.handle())),
+    )
+}
+
+/// Runs a prepared op on `inputs`, appending its outputs to `outputs`.
+pub fn run_handles<'h>(
+    ops: &mut OpCache,
+    context: &Context,
+    status: &Status,
+    outputs: &mut Vec<TensorHandle>,
+    prepared: &PreparedOp,
+    inputs: impl Iterator<Item = Result<&'h TensorHandle>>,
+    room: i64,
+) -> Result<()> {
+    run(ops, context, status, outputs, prepared.call(room), inputs)
+}
+
+impl PreparedOp {
+    fn call(&self, room: i64) -> Call<'_> {
+        Call {
+            name: &self.name,
+            uses_generated_gemm: self.uses_generated_gemm,
+            attrs: Attrs::Prepared(&self.attrs),
+            room,
+        }
+    }
 }
 
 /// Registers a new output tensor whose dims are already in `dims`; returns its id and dtype index.
@@ -135,16 +187,18 @@ fn execute(
     let room = args::integer(js, num_outputs, "numOutputs")?;
     let count = args::array_length(js, input_ids, "inputIds")?;
     let ids = (0..count)
-        .map(|i| args::tensor_id(js, js.element(input_ids, i)?, &format!("inputIds[{i}]")));
-    let uses_generated_gemm = signals::uses_generated_gemm(name.to_bytes());
-    run(
-        state,
+        .map(|i| args::tensor_id(js, js.element(input_ids, i)?, &format!("inputIds[{i}]")))
+        .collect::<Result<Vec<u64>>>()?;
+    for &id in &ids {
+        state.settle(id)?;
+    }
+    let call = Call {
         name,
-        uses_generated_gemm,
-        Attrs::FromJs(js, attrs),
-        ids,
+        uses_generated_gemm: signals::uses_generated_gemm(name.to_bytes()),
+        attrs: Attrs::FromJs(js, attrs),
         room,
-    )?;
+    };
+    run_on_ids(state, call, &ids)?;
 
     let outputs = std::mem::take(&mut state.scratch.outputs);
     outputs_to_js(js, state, outputs)
@@ -193,10 +247,12 @@ pub fn prepare_op(env: Env, name: Unknown, attrs: Unknown) -> napi::Result<u32> 
             .map_err(|e| e.context(&label))?;
         let read = attrs::read(js, &checked_out.op, &label, attrs.raw(), &state.status);
         state.ops.give_back(&name, checked_out, &state.status);
+        let attrs = read?;
         state.prepared_ops.push(PreparedOp {
             uses_generated_gemm: signals::uses_generated_gemm(name.to_bytes()),
+            deferrable: trace::deferrable(&name, &attrs),
             name,
-            attrs: read?,
+            attrs,
         });
         Ok((state.prepared_ops.len() - 1) as u32)
     })
@@ -229,40 +285,34 @@ pub fn run_prepared_op(
                 io.len()
             )));
         }
-        let plans = std::mem::take(&mut state.prepared_ops);
-        let ran = match plans.get(prepared as usize) {
-            Some(plan) => {
-                let ids = io[..num_inputs as usize].iter().map(|&id| {
-                    if id >= 0.0 && id.fract() == 0.0 {
-                        Ok(id as u64)
-                    } else {
-                        Err(Error::Range(format!(
-                            "io holds {id}, which is not a tensor id"
-                        )))
-                    }
-                });
-                run(
-                    state,
-                    &plan.name,
-                    plan.uses_generated_gemm,
-                    Attrs::Prepared(&plan.attrs),
-                    ids,
-                    num_outputs as i64,
-                )
+        let mut ids = std::mem::take(&mut state.scratch.ids);
+        ids.clear();
+        for &id in &io[..num_inputs as usize] {
+            if !(id >= 0.0 && id.fract() == 0.0) {
+                state.scratch.ids = ids;
+                return Err(Error::Range(format!(
+                    "io holds {id}, which is not a tensor id"
+                )));
             }
-            None => Err(Error::Invalid(format!(
+            ids.push(id as u64);
+        }
+        let plans = std::mem::take(&mut state.prepared_ops);
+        let ran = if (prepared as usize) < plans.len() {
+            trace::run_prepared(state, &plans, prepared, &ids, num_outputs as i64, io)
+        } else {
+            Err(Error::Invalid(format!(
                 "prepared op {prepared} does not exist"
-            ))),
+            )))
         };
         state.prepared_ops = plans;
-        ran?;
-        write_outputs(state, io)
+        state.scratch.ids = ids;
+        ran
     })
 }
 
 /// Writes each output's id, dtype index and shape into `io`. Outputs that do not fit are
 /// dropped (and so freed) with an error, never registered under ids the caller cannot see.
-fn write_outputs(state: &mut EnvState, io: &mut [f64]) -> Result<u32> {
+pub fn write_outputs(state: &mut EnvState, io: &mut [f64]) -> Result<u32> {
     let mut outputs = std::mem::take(&mut state.scratch.outputs);
     let count = outputs.len() as u32;
     let mut dims = std::mem::take(&mut state.scratch.dims);

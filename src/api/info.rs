@@ -41,6 +41,12 @@ pub struct Stats {
     pub pending_releases: u32,
     /// ArrayBuffers over native memory (from `alloc` and reads) not yet collected, process-wide.
     pub external_buffers: u32,
+    /// Op calls whose running was deferred to the end of their run (see `trace`).
+    pub deferred_ops: f64,
+    /// Runs of deferred ops turned into graph nodes.
+    pub compiled_runs: f64,
+    /// Runs of deferred ops executed as one session run of those nodes.
+    pub graph_runs: f64,
 }
 
 #[napi_derive::napi]
@@ -57,6 +63,9 @@ pub fn stats(env: Env) -> napi::Result<Stats> {
             copied_reads: c.copied_reads as f64,
             pending_releases: state.releases.pending() as u32,
             external_buffers: external::live_count() as u32,
+            deferred_ops: state.tracer.counters.deferred_ops as f64,
+            compiled_runs: state.tracer.counters.compiled_runs as f64,
+            graph_runs: state.tracer.counters.graph_runs as f64,
         })
     })
 }

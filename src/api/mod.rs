@@ -7,7 +7,8 @@ mod info;
 mod saved_model;
 mod tensors;
 
-pub use execute::PreparedOp;
+pub use attrs::{apply_to_node, settable_on_node, OwnedAttr};
+pub use execute::{run_handles, run_ids, write_outputs, PreparedOp};
 
 use napi::bindgen_prelude::Env;
 

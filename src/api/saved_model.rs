@@ -82,16 +82,19 @@ pub fn run_saved_model(
                 "runSavedModel: outputNames must name at least one output".into(),
             ));
         }
+        for &tid in &ids {
+            state.settle(tid)?;
+        }
         let session = state.saved_models.get(session_id)?;
         let status = &state.status;
 
         let mut tensors = Vec::with_capacity(ids.len());
         for (i, &tid) in ids.iter().enumerate() {
-            let handle = &state
+            let handle = state
                 .tensors
                 .get(tid)
-                .map_err(|e| e.context(&format!("input '{}'", in_names[i])))?
-                .handle;
+                .and_then(|e| e.handle())
+                .map_err(|e| e.context(&format!("input '{}'", in_names[i])))?;
             tensors.push(handle);
         }
         let mut feeds = Vec::with_capacity(ids.len());

@@ -143,9 +143,10 @@ pub fn tensor_data_sync(env: Env, id: Unknown) -> napi::Result<Unknown<'static>>
     js_call(&env, |js| {
         let state = EnvState::get(js)?;
         let id = args::tensor_id(js, id.raw(), "id")?;
-        let entry = state.tensors.get(id)?;
-        let dtype = readable_dtype(&entry.handle)?;
-        let tensor = entry.handle.resolve(&state.status)?;
+        state.settle(id)?;
+        let handle = state.tensors.get(id)?.handle()?;
+        let dtype = readable_dtype(handle)?;
+        let tensor = handle.resolve(&state.status)?;
         let value = match dtype.layout {
             Layout::Numeric { array, .. } => {
                 sharing::typed_array_of_tensor(js, &mut state.counters, tensor, array)?
@@ -194,8 +195,10 @@ fn reshape(
     shape: Value,
     dims: &mut Vec<i64>,
 ) -> Result<u64> {
+    state.settle(id)?;
     let entry = state.tensors.get(id)?;
-    let dtype = readable_dtype(&entry.handle)?;
+    let handle = entry.handle()?;
+    let dtype = readable_dtype(handle)?;
     if !matches!(dtype.layout, Layout::Numeric { .. }) {
         return Err(Error::Type(format!(
             "reshapeTensor: {} tensors are reshaped by the Reshape op",
@@ -203,7 +206,7 @@ fn reshape(
         )));
     }
     dims.clear();
-    entry.handle.dims_into(dims, &state.status)?;
+    handle.dims_into(dims, &state.status)?;
     let count = args::element_count(dims, "the tensor's shape")?;
     args::dims_into(js, shape, false, dims, "shape")?;
     let new_count = args::element_count(dims, "shape")?;
@@ -213,8 +216,7 @@ fn reshape(
         )));
     }
     let bytes = entry.bytes;
-    let tensor = entry
-        .handle
+    let tensor = handle
         .resolve(&state.status)?
         .reshaped(dtype, dims, &state.status)?;
     let handle = TensorHandle::from_tensor(&tensor, &state.status)?;
@@ -246,7 +248,8 @@ pub fn drop_tensor_on_native_thread(env: Env, id: Unknown) -> napi::Result<()> {
     js_call(&env, |js| {
         let state = EnvState::get(js)?;
         let id = args::tensor_id(js, id.raw(), "id")?;
-        let tensor = state.tensors.get(id)?.handle.resolve(&state.status)?;
+        state.settle(id)?;
+        let tensor = state.tensors.get(id)?.handle()?.resolve(&state.status)?;
         state.tensors.remove(id)?;
         std::thread::spawn(move || drop(tensor))
             .join()

@@ -21,6 +21,16 @@ impl TensorHandle {
             .ok_or_else(|| Error::Invalid("TFE_NewTensorHandle returned no handle".into()))
     }
 
+    /// A second handle to the same tensor (no copy), which keeps the tensor alive on its own.
+    pub fn share(&self, status: &Status) -> Result<TensorHandle> {
+        // SAFETY: the handle is live; TF returns a new handle with its own reference.
+        let raw = unsafe { sys::TFE_TensorHandleCopySharingTensor(self.raw(), status.raw()) };
+        status.check()?;
+        TensorHandle::adopt(raw).ok_or_else(|| {
+            Error::Invalid("TFE_TensorHandleCopySharingTensor returned no handle".into())
+        })
+    }
+
     /// Takes ownership of a handle TF produced (an op's output).
     pub(super) fn adopt(raw: *mut sys::TFE_TensorHandle) -> Option<TensorHandle> {
         NonNull::new(raw).map(TensorHandle)

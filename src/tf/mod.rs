@@ -4,6 +4,7 @@ pub mod aligned;
 pub mod context;
 pub mod dtype;
 mod extern_decls;
+pub mod graph;
 pub mod handle;
 pub mod op;
 pub mod session;

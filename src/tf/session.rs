@@ -1,5 +1,5 @@
-//! `TF_Session` over a SavedModel's graph: loading with `TF_LoadSessionFromSavedModel`, looking
-//! up graph tensors by name, and `TF_SessionRun`.
+//! `TF_Session`: over a SavedModel's graph (loading with `TF_LoadSessionFromSavedModel`, looking
+//! up graph tensors by name), or over a graph built here (`crate::trace`); and `TF_SessionRun`.
 
 use std::ffi::{CStr, CString};
 use std::os::raw::{c_char, c_int};
@@ -7,6 +7,7 @@ use std::ptr::{self, NonNull};
 
 use tensorflow_sys as sys;
 
+use super::graph::{Graph, NodeOutput};
 use super::signals::AsyncSignalsBlocked;
 use super::status::Status;
 use super::tensor::Tensor;
@@ -21,31 +22,7 @@ extern "C" {
     fn TF_OperationOutputTypeCode(oper_out: sys::TF_Output) -> c_int;
 }
 
-struct Graph(NonNull<sys::TF_Graph>);
-
-impl Graph {
-    fn new() -> Result<Graph> {
-        // SAFETY: TF_NewGraph has no preconditions.
-        let raw = unsafe { sys::TF_NewGraph() };
-        NonNull::new(raw)
-            .map(Graph)
-            .ok_or_else(|| Error::Invalid("TF_NewGraph returned no graph".into()))
-    }
-
-    fn raw(&self) -> *mut sys::TF_Graph {
-        self.0.as_ptr()
-    }
-}
-
-impl Drop for Graph {
-    fn drop(&mut self) {
-        // SAFETY: the graph came from TF_NewGraph and is deleted once, after its session.
-        unsafe { sys::TF_DeleteGraph(self.raw()) }
-    }
-}
-
-/// A session over a loaded SavedModel meta graph. Fields drop in order: the session before the
-/// graph it runs.
+/// A session over a graph. Fields drop in order: the session before the graph it runs.
 pub struct Session {
     raw: NonNull<sys::TF_Session>,
     graph: Graph,
@@ -66,7 +43,7 @@ impl Session {
         tags: &[CString],
         status: &Status,
     ) -> Result<Session> {
-        let graph = Graph::new()?;
+        let graph = Graph::new();
         let tag_ptrs: Vec<*const c_char> = tags.iter().map(|t| t.as_ptr()).collect();
         let ntags = c_int::try_from(tag_ptrs.len())
             .map_err(|_| Error::Range("too many SavedModel tags".into()))?;
@@ -103,6 +80,50 @@ impl Session {
             Error::Invalid("TF_LoadSessionFromSavedModel returned no session".into())
         })?;
         Ok(Session { raw, graph })
+    }
+
+    /// A session that runs the nodes callers add to `graph`, all in the calling thread, with the
+    /// graph exactly as built (no Grappler rewrites, so results match the same ops run eagerly).
+    pub fn in_caller_thread(graph: Graph, status: &Status) -> Result<Session> {
+        // ConfigProto { inter_op_parallelism_threads: -1 (5: varint),
+        //   graph_options (10) { rewrite_options (10) { disable_meta_optimizer (19): true } } }
+        const CONFIG: &[u8] = &[
+            0x28, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0x52, 0x05, 0x52,
+            0x03, 0x98, 0x01, 0x01,
+        ];
+        // The session's threads inherit this mask (see `signals`).
+        let _blocked = AsyncSignalsBlocked::new();
+        // SAFETY: the options are created, configured, used once and deleted here (the session
+        // copies them); the config bytes outlive the call; the graph is live.
+        let raw = unsafe {
+            let options = sys::TF_NewSessionOptions();
+            sys::TF_SetConfig(options, CONFIG.as_ptr().cast(), CONFIG.len(), status.raw());
+            let configured = status.check();
+            let raw = match configured {
+                Ok(()) => sys::TF_NewSession(graph.raw(), options, status.raw()),
+                Err(_) => ptr::null_mut(),
+            };
+            sys::TF_DeleteSessionOptions(options);
+            configured?;
+            raw
+        };
+        status.check()?;
+        let raw = NonNull::new(raw)
+            .ok_or_else(|| Error::Invalid("TF_NewSession returned no session".into()))?;
+        Ok(Session { raw, graph })
+    }
+
+    /// The graph the session runs; nodes added to it are runnable from the next `run`.
+    pub fn graph(&self) -> &Graph {
+        &self.graph
+    }
+
+    /// A node output of this session's graph as a port.
+    pub fn port_of(&self, output: NodeOutput) -> Port<'_> {
+        Port {
+            output: output.raw(),
+            _session: std::marker::PhantomData,
+        }
     }
 
     /// The output `index` of the operation `op_name`, or `None` when the graph has no such
@@ -165,9 +186,9 @@ impl Session {
         let fetches: Vec<sys::TF_Output> = outputs.iter().map(|p| p.output).collect();
         let mut results: Vec<*mut sys::TF_Tensor> = vec![ptr::null_mut(); fetches.len()];
         let ninputs = c_int::try_from(feeds.len())
-            .map_err(|_| Error::Range("too many SavedModel inputs".into()))?;
+            .map_err(|_| Error::Range("too many session inputs".into()))?;
         let noutputs = c_int::try_from(fetches.len())
-            .map_err(|_| Error::Range("too many SavedModel outputs".into()))?;
+            .map_err(|_| Error::Range("too many session outputs".into()))?;
         // A graph may hold any op, GEMM-based ones included (see `signals`).
         let _blocked = AsyncSignalsBlocked::new();
         // SAFETY: the session and every port's graph are live; the feed, value, fetch and result

@@ -153,6 +153,31 @@ impl Tensor {
         }
     }
 
+    /// The elements of an int32 or int64 tensor, widened; `None` for other dtypes.
+    pub fn integers(&self, dtype: DType) -> Option<Vec<i64>> {
+        let (data, len) = self.bytes();
+        if len == 0 {
+            return Some(Vec::new());
+        }
+        // SAFETY: the buffer holds `len` initialized bytes and lives as long as self.
+        let bytes = unsafe { std::slice::from_raw_parts(data, len) };
+        match dtype.tf {
+            sys::TF_INT32 => Some(
+                bytes
+                    .chunks_exact(4)
+                    .map(|c| i32::from_ne_bytes([c[0], c[1], c[2], c[3]]) as i64)
+                    .collect(),
+            ),
+            sys::TF_INT64 => Some(
+                bytes
+                    .chunks_exact(8)
+                    .map(|c| i64::from_ne_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
+                    .collect(),
+            ),
+            _ => None,
+        }
+    }
+
     /// The items of a `TF_STRING` tensor, borrowed from it.
     pub fn string_items(&self) -> Vec<&[u8]> {
         let (data, len) = self.bytes();

@@ -1,0 +1,179 @@
+'use strict';
+// Deferred execution (src/trace.rs): repeated runs of ops are recorded, and from their second
+// time on run as one graph; results, errors and memory must be as if every op ran at once.
+
+const test = require('node:test');
+const assert = require('node:assert');
+const {spawnSync} = require('child_process');
+const path = require('path');
+
+const tf = require('..');
+const binding = require('../binding.js');
+
+function close(actual, expected, eps = 1e-5) {
+  assert.strictEqual(actual.length, expected.length, 'length');
+  for (let i = 0; i < expected.length; i++) {
+    assert.ok(Math.abs(actual[i] - expected[i]) <= eps * Math.max(1, Math.abs(expected[i])),
+              `[${i}] ${actual[i]} != ${expected[i]}`);
+  }
+}
+
+const sigmoid = (v) => 1 / (1 + Math.exp(-v));
+
+/** h <- sigmoid(h·w + x·u + b) * tanh(h), `steps` times, on [n, k] rows; plain JS. */
+function referenceSteps(x, h, w, u, b, n, k, steps) {
+  let state = h.slice();
+  for (let s = 0; s < steps; s++) {
+    const next = new Float32Array(n * k);
+    for (let r = 0; r < n; r++) {
+      for (let c = 0; c < k; c++) {
+        let z = b[c];
+        for (let i = 0; i < k; i++) {
+          z += state[r * k + i] * w[i * k + c] + x[r * k + i] * u[i * k + c];
+        }
+        next[r * k + c] = sigmoid(z) * Math.tanh(state[r * k + c]);
+      }
+    }
+    state = next;
+  }
+  return state;
+}
+
+function tfSteps(x, h, w, u, b, steps) {
+  return tf.tidy(() => {
+    let state = h;
+    for (let s = 0; s < steps; s++) {
+      const z = tf.add(tf.add(tf.matMul(state, w), tf.matMul(x, u)), b);
+      state = tf.mul(tf.sigmoid(z), tf.tanh(state));
+    }
+    return state;
+  });
+}
+
+function randoms(count, seed) {
+  const out = new Float32Array(count);
+  let s = seed;
+  for (let i = 0; i < count; i++) {
+    s = (s * 1103515245 + 12345) % 2147483648;
+    out[i] = (s / 2147483648) - 0.5;
+  }
+  return out;
+}
+
+test('a repeated run is deferred, then runs as one graph, with the values of eager ops', () => {
+  const n = 4, k = 5, steps = 6;
+  const wv = randoms(k * k, 1), uv = randoms(k * k, 2), bv = randoms(k, 3), hv = randoms(n * k, 4);
+  const w = tf.tensor2d(wv, [k, k]), u = tf.tensor2d(uv, [k, k]), b = tf.tensor1d(bv);
+  const h = tf.tensor2d(hv, [n, k]);
+  const before = binding.stats();
+  for (let call = 0; call < 5; call++) {
+    const xv = randoms(n * k, 10 + call);
+    const x = tf.tensor2d(xv, [n, k]);
+    const out = tfSteps(x, h, w, u, b, steps);
+    assert.deepStrictEqual(out.shape, [n, k]);
+    close(out.dataSync(), referenceSteps(xv, hv, wv, uv, bv, n, k, steps), 1e-4);
+    tf.dispose([x, out]);
+  }
+  const after = binding.stats();
+  // The first call learns each op's shapes; later ones defer (6 ops per step).
+  assert.ok(after.deferredOps - before.deferredOps >= 3 * 6 * steps, 'ops were deferred');
+  assert.ok(after.graphRuns - before.graphRuns >= 2, 'the run ran as one graph');
+  assert.ok(after.compiledRuns - before.compiledRuns >= 1, 'the run was compiled');
+  tf.dispose([w, u, b, h]);
+});
+
+test('deferred outputs nobody holds are never computed; memory returns to its start', () => {
+  const a = tf.tensor2d(randoms(12, 5), [3, 4]);
+  let start, startNative;
+  for (let call = 0; call < 5; call++) {
+    if (call === 1) {
+      // After the first call, which also caches the scalar constants (1.5, 0.25).
+      start = tf.memory().numTensors;
+      startNative = binding.stats().liveTensors;
+    }
+    const kept = tf.tidy(() => {
+      let t = a;
+      for (let i = 0; i < 12; i++) t = tf.relu(tf.sub(tf.mul(t, 1.5), 0.25));
+      tf.exp(t);  // not kept: disposed by tidy before anything reads it
+      return t;
+    });
+    const expected = Array.from(a.dataSync(), (v) => {
+      let t = v;
+      for (let i = 0; i < 12; i++) t = Math.max(0, Math.fround(Math.fround(t * 1.5) - 0.25));
+      return t;
+    });
+    close(kept.dataSync(), expected);
+    kept.dispose();
+  }
+  assert.strictEqual(tf.memory().numTensors, start);
+  assert.strictEqual(binding.stats().liveTensors, startNative);
+  a.dispose();
+});
+
+test('a failing op throws at its call, also inside a known run, and later runs still work', () => {
+  const x = tf.ones([2, 3]);
+  const w = tf.ones([3, 4]);
+  const bad = tf.ones([5, 4]);
+  for (let call = 0; call < 3; call++) {
+    const y = tf.tidy(() => tf.relu(tf.matMul(tf.add(x, 1), w)));
+    close(y.dataSync(), new Array(8).fill(6));
+    y.dispose();
+  }
+  assert.throws(() => tf.tidy(() => tf.relu(tf.matMul(tf.add(x, 1), bad))),
+                /Matrix size.incompatible|must match/);
+  const y = tf.tidy(() => tf.relu(tf.matMul(tf.add(x, 1), w)));
+  close(y.dataSync(), new Array(8).fill(6));
+  tf.dispose([x, w, bad, y]);
+});
+
+test('integer arguments are part of what a run is known by', () => {
+  const x = tf.tensor1d([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+  for (let call = 0; call < 3; call++) {
+    for (const [begin, size] of [[0, 4], [3, 5], [6, 2]]) {
+      const y = tf.tidy(() => tf.exp(tf.mul(tf.slice(tf.add(x, 0), begin, size), 0)));
+      assert.deepStrictEqual(y.shape, [size]);
+      close(y.dataSync(), new Array(size).fill(1));
+      y.dispose();
+    }
+    const parts = tf.tidy(() => tf.split(tf.add(x, 1), [3, 7]));
+    assert.deepStrictEqual(parts.map((p) => p.shape), [[3], [7]]);
+    close(parts[1].dataSync(), [4, 5, 6, 7, 8, 9, 10]);
+    tf.dispose(parts);
+  }
+  x.dispose();
+});
+
+test('reading an output in the middle ends the run there; the rest stays correct', () => {
+  const x = tf.tensor1d([1, 2, 3]);
+  for (let call = 0; call < 4; call++) {
+    const a = tf.mul(x, 2);
+    const b = tf.add(a, 1);
+    close(a.dataSync(), [2, 4, 6]);
+    const c = tf.mul(b, a);
+    close(c.dataSync(), [6, 20, 42]);
+    tf.dispose([a, b, c]);
+  }
+  x.dispose();
+});
+
+test('TFJS_NODE_RS_DEFER=0 runs every op at its call', () => {
+  const script = `
+    const tf = require(${JSON.stringify(path.join(__dirname, '..'))});
+    const binding = require(${JSON.stringify(path.join(__dirname, '..', 'binding.js'))});
+    const x = tf.tensor1d([1, 2, 3]);
+    let sum = 0;
+    for (let i = 0; i < 5; i++) {
+      const y = tf.tidy(() => tf.relu(tf.sub(tf.mul(tf.add(x, 1), 2), 3)));
+      sum += y.dataSync()[2];
+      y.dispose();
+    }
+    console.log(JSON.stringify({sum, deferred: binding.stats().deferredOps}));
+  `;
+  const run = spawnSync(process.execPath, ['-e', script], {
+    env: {...process.env, TFJS_NODE_RS_DEFER: '0', TF_CPP_MIN_LOG_LEVEL: '2'},
+    encoding: 'utf8',
+  });
+  assert.strictEqual(run.status, 0, run.stderr);
+  const result = JSON.parse(run.stdout.trim().split('\n').pop());
+  assert.deepStrictEqual(result, {sum: 25, deferred: 0});
+});

@@ -1,0 +1,156 @@
+//! `TF_Graph`: built node by node, for the runs of ops `crate::trace` executes in one session
+//! call, and as the graph a SavedModel loads into.
+
+use std::ffi::CStr;
+use std::os::raw::c_int;
+use std::ptr::NonNull;
+
+use tensorflow_sys as sys;
+
+use super::status::Status;
+use crate::error::{Error, Result};
+
+pub struct Graph(NonNull<sys::TF_Graph>);
+
+/// One output of a node in a `Graph`.
+#[derive(Clone, Copy)]
+pub struct NodeOutput {
+    node: NonNull<sys::TF_Operation>,
+    index: c_int,
+}
+
+impl NodeOutput {
+    pub(super) fn raw(self) -> sys::TF_Output {
+        sys::TF_Output {
+            oper: self.node.as_ptr(),
+            index: self.index,
+        }
+    }
+
+    /// Output `index` of the same node.
+    pub fn at(self, index: usize) -> NodeOutput {
+        NodeOutput {
+            node: self.node,
+            index: index as c_int,
+        }
+    }
+}
+
+/// A node being described: attrs and inputs are set, then `finish` adds it to the graph.
+pub struct NodeBuilder<'g> {
+    raw: NonNull<sys::TF_OperationDescription>,
+    _graph: &'g Graph,
+}
+
+impl Graph {
+    pub fn new() -> Graph {
+        // SAFETY: TF_NewGraph has no preconditions and never returns null.
+        let raw = unsafe { sys::TF_NewGraph() };
+        Graph(NonNull::new(raw).expect("TF_NewGraph returned null"))
+    }
+
+    /// Starts a node of type `op_type` named `name` (unique within the graph).
+    pub fn node(&self, op_type: &CStr, name: &CStr) -> NodeBuilder<'_> {
+        // SAFETY: graph and strings are live; TF copies the strings.
+        let raw = unsafe { sys::TF_NewOperation(self.0.as_ptr(), op_type.as_ptr(), name.as_ptr()) };
+        NodeBuilder {
+            raw: NonNull::new(raw).expect("TF_NewOperation returned null"),
+            _graph: self,
+        }
+    }
+
+    pub(super) fn raw(&self) -> *mut sys::TF_Graph {
+        self.0.as_ptr()
+    }
+}
+
+impl Drop for Graph {
+    fn drop(&mut self) {
+        // SAFETY: this Graph owns the graph and deletes it once; functions made from it are copies.
+        unsafe { sys::TF_DeleteGraph(self.0.as_ptr()) }
+    }
+}
+
+impl NodeBuilder<'_> {
+    fn raw(&self) -> *mut sys::TF_OperationDescription {
+        self.raw.as_ptr()
+    }
+
+    pub fn add_input(&mut self, input: NodeOutput) {
+        // SAFETY: the description and the input's node belong to the same live graph.
+        unsafe { sys::TF_AddInput(self.raw(), input.raw()) }
+    }
+
+    /// Adds `inputs` as one list argument (`Pack`'s values, `ConcatV2`'s values).
+    pub fn add_input_list(&mut self, inputs: &[NodeOutput]) {
+        let raw: Vec<sys::TF_Output> = inputs.iter().map(|o| o.raw()).collect();
+        // SAFETY: the array has raw.len() entries of nodes in the same live graph; TF copies it.
+        unsafe { sys::TF_AddInputList(self.raw(), raw.as_ptr(), raw.len() as c_int) }
+    }
+
+    pub fn set_string(&mut self, name: &CStr, value: &[u8]) {
+        // SAFETY: TF copies the bytes during the call.
+        unsafe {
+            sys::TF_SetAttrString(
+                self.raw(),
+                name.as_ptr(),
+                value.as_ptr().cast(),
+                value.len(),
+            )
+        }
+    }
+
+    pub fn set_int(&mut self, name: &CStr, value: i64) {
+        // SAFETY: plain value; the description is live.
+        unsafe { sys::TF_SetAttrInt(self.raw(), name.as_ptr(), value) }
+    }
+
+    pub fn set_float(&mut self, name: &CStr, value: f32) {
+        // SAFETY: plain value; the description is live.
+        unsafe { sys::TF_SetAttrFloat(self.raw(), name.as_ptr(), value) }
+    }
+
+    pub fn set_bool(&mut self, name: &CStr, value: bool) {
+        // SAFETY: plain value; the description is live.
+        unsafe { sys::TF_SetAttrBool(self.raw(), name.as_ptr(), value as u8) }
+    }
+
+    pub fn set_type(&mut self, name: &CStr, value: sys::TF_DataType) {
+        // SAFETY: value is a member of the enum (it comes from the dtype table or an op's attrs).
+        unsafe { sys::TF_SetAttrType(self.raw(), name.as_ptr(), value) }
+    }
+
+    pub fn set_int_list(&mut self, name: &CStr, values: &[i64]) {
+        // SAFETY: the slice outlives the call; TF copies it.
+        unsafe {
+            sys::TF_SetAttrIntList(
+                self.raw(),
+                name.as_ptr(),
+                values.as_ptr(),
+                values.len() as c_int,
+            )
+        }
+    }
+
+    pub fn set_type_list(&mut self, name: &CStr, values: &[sys::TF_DataType]) {
+        // SAFETY: the slice outlives the call; every value is a member of the enum.
+        unsafe {
+            sys::TF_SetAttrTypeList(
+                self.raw(),
+                name.as_ptr(),
+                values.as_ptr(),
+                values.len() as c_int,
+            )
+        }
+    }
+
+    /// Adds the node to the graph (TF checks its attrs and infers its shapes here).
+    pub fn finish(self, status: &Status) -> Result<NodeOutput> {
+        // SAFETY: the description is consumed exactly once, here, whatever the outcome.
+        let node = unsafe { sys::TF_FinishOperation(self.raw(), status.raw()) };
+        status.check()?;
+        NonNull::new(node)
+            .map(|node| NodeOutput { node, index: 0 })
+            .ok_or_else(|| Error::Invalid("TF_FinishOperation returned no node".into()))
+    }
+}

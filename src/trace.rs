@@ -1,0 +1,922 @@
+//! Deferred execution. TF's eager dispatch costs 5–30 µs per op in a model and about 1 µs per
+//! node of a graph run in the calling thread, and a model's predict or training step repeats
+//! the same run of ops every call. So runs of pure ops are recorded, keyed by what determines their outputs' shapes
+//! (op, attrs, input wiring, input dtypes and shapes, the values of small integer inputs), in
+//! a trie of runs seen before:
+//!
+//! - an op the trie does not know runs eagerly at once, and its outputs' shapes are learned;
+//! - an op it knows is deferred: JS gets ids and shapes at once, the tensors come later;
+//! - a run ends when anything outside it uses one of its outputs (a read, an op that is not
+//!   deferred). Its deferred ops then run: as one `TF_SessionRun` of a graph made from the run
+//!   when the run was seen before from start to end, else one by one. Ops whose outputs nobody
+//!   holds are not run at all.
+//!
+//! Deferring never changes what an op computes or whether it fails: only ops whose outcome
+//! depends on nothing but the key are deferred (no integer tensors computed inside the run,
+//! no stateful or value-checking ops), and a deferred op has run before with the same key.
+//! `TFJS_NODE_RS_DEFER=0` turns deferring off.
+
+use std::collections::HashMap;
+use std::ffi::{CStr, CString};
+use std::hash::BuildHasherDefault;
+
+use crate::api::{self, PreparedOp};
+use crate::env_state::EnvState;
+use crate::error::{Error, Result};
+use crate::tensor_table::{IdHasher, TensorTable};
+use crate::tf::dtype::{DType, Layout, DTYPES};
+use crate::tf::graph::{Graph, NodeOutput};
+use crate::tf::handle::TensorHandle;
+use crate::tf::session::Session;
+use crate::tf::status::Status;
+
+/// Integer inputs up to this many elements are keyed by value (axes, perms, sizes); larger
+/// integer tensors keep an op eager.
+const MAX_KEYED_INTEGERS: usize = 16;
+/// A run stops growing at this many ops; later ops run at once until it ends.
+const MAX_RUN_LENGTH: usize = 4096;
+/// Past this many known ops the trie starts over (a program whose shapes never repeat).
+const MAX_TRIE_NODES: usize = 1 << 16;
+/// Runs compiled into the graph at most; past it, runs replay op by op.
+const MAX_COMPILED_RUNS: u64 = 1024;
+/// Shorter runs replay op by op: a session run costs about as much as a few eager ops.
+const MIN_COMPILED_LENGTH: usize = 8;
+
+/// How an op's flat inputs group into its arguments when it becomes a graph node.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum InputLayout {
+    /// One tensor per argument.
+    Single,
+    /// All inputs form one list argument (`Pack`, `AddN`).
+    List,
+    /// A list argument, then one tensor (`ConcatV2`'s values, then its axis).
+    ListThenOne,
+}
+
+/// The ops that may be deferred: pure, deterministic, and failing only on what the key holds.
+const DEFERRABLE: &[(&str, InputLayout)] = {
+    use InputLayout::*;
+    &[
+        // Element-wise.
+        ("Abs", Single),
+        ("Acos", Single),
+        ("Acosh", Single),
+        ("AddV2", Single),
+        ("Asin", Single),
+        ("Asinh", Single),
+        ("Atan", Single),
+        ("Atan2", Single),
+        ("Atanh", Single),
+        ("Cast", Single),
+        ("Ceil", Single),
+        ("ClipByValue", Single),
+        ("Cos", Single),
+        ("Cosh", Single),
+        ("DivNoNan", Single),
+        ("Elu", Single),
+        ("EluGrad", Single),
+        ("Equal", Single),
+        ("Erf", Single),
+        ("Exp", Single),
+        ("Expm1", Single),
+        ("Floor", Single),
+        ("Greater", Single),
+        ("GreaterEqual", Single),
+        ("Identity", Single),
+        ("IsFinite", Single),
+        ("IsInf", Single),
+        ("IsNan", Single),
+        ("LeakyRelu", Single),
+        ("LeakyReluGrad", Single),
+        ("Less", Single),
+        ("LessEqual", Single),
+        ("Log", Single),
+        ("Log1p", Single),
+        ("LogicalAnd", Single),
+        ("LogicalNot", Single),
+        ("LogicalOr", Single),
+        ("Maximum", Single),
+        ("Minimum", Single),
+        ("Mul", Single),
+        ("Neg", Single),
+        ("NotEqual", Single),
+        ("OnesLike", Single),
+        ("Pow", Single),
+        ("RealDiv", Single),
+        ("Reciprocal", Single),
+        ("Relu", Single),
+        ("Relu6", Single),
+        ("Relu6Grad", Single),
+        ("ReluGrad", Single),
+        ("Rint", Single),
+        ("Round", Single),
+        ("Rsqrt", Single),
+        ("RsqrtGrad", Single),
+        ("Select", Single),
+        ("SelectV2", Single),
+        ("Selu", Single),
+        ("SeluGrad", Single),
+        ("Sigmoid", Single),
+        ("SigmoidGrad", Single),
+        ("Sign", Single),
+        ("Sin", Single),
+        ("Sinh", Single),
+        ("Softplus", Single),
+        ("SoftplusGrad", Single),
+        ("Softsign", Single),
+        ("Sqrt", Single),
+        ("SqrtGrad", Single),
+        ("Square", Single),
+        ("SquaredDifference", Single),
+        ("Sub", Single),
+        ("Tan", Single),
+        ("Tanh", Single),
+        ("TanhGrad", Single),
+        ("ZerosLike", Single),
+        // Products, biases, reductions, softmax.
+        ("BatchMatMulV2", Single),
+        ("BiasAdd", Single),
+        ("BiasAddGrad", Single),
+        ("LogSoftmax", Single),
+        ("MatMul", Single),
+        ("Max", Single),
+        ("Mean", Single),
+        ("Min", Single),
+        ("Prod", Single),
+        ("Softmax", Single),
+        ("SparseMatMul", Single),
+        ("Sum", Single),
+        ("AddN", List),
+        // Shapes and slices.
+        ("BroadcastTo", Single),
+        ("ConcatV2", ListThenOne),
+        ("ExpandDims", Single),
+        ("Fill", Single),
+        ("Pack", List),
+        ("Pad", Single),
+        ("PadV2", Single),
+        ("Reshape", Single),
+        ("Slice", Single),
+        ("Split", Single),
+        ("SplitV", Single),
+        ("Squeeze", Single),
+        ("StridedSlice", Single),
+        ("Tile", Single),
+        ("Transpose", Single),
+        ("Unpack", Single),
+        // Convolutions and pooling.
+        ("AvgPool", Single),
+        ("AvgPoolGrad", Single),
+        ("Conv2D", Single),
+        ("Conv2DBackpropFilter", Single),
+        ("Conv2DBackpropInput", Single),
+        ("DepthwiseConv2dNative", Single),
+        ("DepthwiseConv2dNativeBackpropFilter", Single),
+        ("DepthwiseConv2dNativeBackpropInput", Single),
+        ("MaxPool", Single),
+        ("MaxPoolGrad", Single),
+    ]
+};
+
+/// How op `name` with `attrs` can be deferred; `None` when it always runs eagerly.
+pub fn deferrable(name: &CStr, attrs: &[api::OwnedAttr]) -> Option<InputLayout> {
+    let name = name.to_str().ok()?;
+    let layout = DEFERRABLE.iter().find(|(op, _)| *op == name)?.1;
+    api::settable_on_node(attrs).then_some(layout)
+}
+
+/// Where an input of a recorded op comes from.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+enum InputRef {
+    /// Output `output` of the run's op at `depth`.
+    Node { depth: u32, output: u32 },
+    /// The run's `n`th distinct tensor from outside it.
+    External(u32),
+}
+
+/// An input as the trie keys it: a tensor from outside the run is described at its first use.
+#[derive(PartialEq, Eq, Hash)]
+enum InputKey {
+    Seen(InputRef),
+    New {
+        dtype: usize,
+        dims: Vec<i64>,
+        integers: Option<Vec<i64>>,
+    },
+}
+
+#[derive(PartialEq, Eq, Hash)]
+struct StepKey {
+    parent: u32,
+    plan: u32,
+    inputs: Vec<InputKey>,
+}
+
+struct OutputMeta {
+    dtype: usize,
+    dims: Box<[i64]>,
+}
+
+/// A run's graph nodes, for one set of outputs still held at its end.
+struct Compiled {
+    live: Vec<(u32, u32)>,
+    /// `None`: building it failed, so the run replays op by op.
+    graph: Option<CompiledRun>,
+}
+
+/// Where a compiled run's inputs are fed and its held outputs fetched, in the tracer's session.
+#[derive(Clone)]
+struct CompiledRun {
+    feeds: Vec<NodeOutput>,
+    fetches: Vec<NodeOutput>,
+}
+
+/// An op of a run, the same every time the run is seen.
+struct TrieNode {
+    plan: u32,
+    inputs: Box<[InputRef]>,
+    outputs: Box<[OutputMeta]>,
+    /// Times a run ended here.
+    ends: u32,
+    compiled: Vec<Compiled>,
+}
+
+const ROOT: u32 = 0;
+
+/// Where a deferred op's input tensor will come from when it runs.
+enum Source {
+    External(u32),
+    /// A tensor that had run already when the op was recorded.
+    Ready(TensorHandle),
+    /// Output `output` of the `index`th deferred op of the run.
+    Deferred {
+        index: u32,
+        output: u32,
+    },
+}
+
+struct DeferredOp {
+    plan: u32,
+    sources: Vec<Source>,
+    output_ids: Vec<u64>,
+}
+
+/// The run being recorded.
+struct Run {
+    /// Trie node of each op so far, by depth.
+    nodes: Vec<u32>,
+    /// Ids of the run's outputs and of the outside tensors it uses.
+    by_id: HashMap<u64, InputRef, BuildHasherDefault<IdHasher>>,
+    externals: Vec<TensorHandle>,
+    /// Ops not run yet: the last `deferred.len()` of `nodes`.
+    deferred: Vec<DeferredOp>,
+    /// No op of the run has run yet (so a function can run all of it).
+    all_deferred: bool,
+}
+
+impl Run {
+    fn new() -> Run {
+        Run {
+            nodes: Vec::new(),
+            by_id: HashMap::default(),
+            externals: Vec::new(),
+            deferred: Vec::new(),
+            all_deferred: true,
+        }
+    }
+
+    fn node(&self) -> u32 {
+        self.nodes.last().copied().unwrap_or(ROOT)
+    }
+
+    fn first_deferred_depth(&self) -> usize {
+        self.nodes.len() - self.deferred.len()
+    }
+}
+
+#[derive(Default)]
+pub struct TraceCounters {
+    pub deferred_ops: u64,
+    /// Runs turned into graph nodes.
+    pub compiled_runs: u64,
+    /// Session runs of those nodes.
+    pub graph_runs: u64,
+}
+
+pub struct Tracer {
+    enabled: bool,
+    trie: Vec<TrieNode>,
+    children: HashMap<StepKey, u32>,
+    run: Option<Run>,
+    /// Holds every compiled run's nodes; made on first use.
+    session: Option<Session>,
+    pub counters: TraceCounters,
+}
+
+impl Tracer {
+    pub fn new() -> Tracer {
+        Tracer {
+            enabled: std::env::var("TFJS_NODE_RS_DEFER").map_or(true, |v| v != "0"),
+            trie: vec![root_node()],
+            children: HashMap::new(),
+            run: None,
+            session: None,
+            counters: TraceCounters::default(),
+        }
+    }
+
+    /// Whether `id` is an output of the run being recorded (so using it elsewhere ends the run).
+    pub fn produced(&self, id: u64) -> bool {
+        self.run
+            .as_ref()
+            .is_some_and(|run| matches!(run.by_id.get(&id), Some(InputRef::Node { .. })))
+    }
+
+    /// Drops the run without running it (env shutdown).
+    pub fn clear(&mut self) {
+        self.run = None;
+    }
+}
+
+fn root_node() -> TrieNode {
+    TrieNode {
+        plan: u32::MAX,
+        inputs: Box::new([]),
+        outputs: Box::new([]),
+        ends: 0,
+        compiled: Vec::new(),
+    }
+}
+
+/// What an op call becomes.
+enum Step {
+    /// Runs eagerly outside any run.
+    Eager,
+    /// Known: deferred, reaching trie node `child`.
+    Known { child: u32, new: Vec<u64> },
+    /// Unknown: runs eagerly now and is learned under `key`.
+    Learn { key: StepKey, new: Vec<u64> },
+}
+
+/// Runs prepared op `plan` on `ids` (deferring it when it can), writing its outputs into `io`
+/// as `runPreparedOp` returns them. Returns the output count.
+pub fn run_prepared(
+    state: &mut EnvState,
+    plans: &[PreparedOp],
+    plan: u32,
+    ids: &[u64],
+    room: i64,
+    io: &mut [f64],
+) -> Result<u32> {
+    let prepared = &plans[plan as usize];
+    let step = if state.tracer.enabled && prepared.deferrable.is_some() {
+        classify(state, plan, ids)?
+    } else {
+        Step::Eager
+    };
+    match step {
+        Step::Eager => {
+            for &id in ids {
+                settle(state, plans, id)?;
+            }
+            api::run_ids(state, prepared, ids, room)?;
+            api::write_outputs(state, io)
+        }
+        Step::Known { child, new } => defer(state, plan, ids, child, new, io),
+        Step::Learn { key, new } => learn(state, plans, ids, key, new, room, io),
+    }
+}
+
+/// Ends the current run if `id` is one of its outputs, so that `id` holds its tensor.
+pub fn settle(state: &mut EnvState, plans: &[PreparedOp], id: u64) -> Result<()> {
+    if state.tracer.produced(id) {
+        end_run(state, plans)?;
+    }
+    Ok(())
+}
+
+/// Builds the trie key of the call, or `Step::Eager` when an input rules deferring out.
+fn classify(state: &mut EnvState, plan: u32, ids: &[u64]) -> Result<Step> {
+    let tracer = &state.tracer;
+    if tracer.trie.len() >= MAX_TRIE_NODES
+        || tracer
+            .run
+            .as_ref()
+            .is_some_and(|r| r.nodes.len() >= MAX_RUN_LENGTH)
+    {
+        return Ok(Step::Eager);
+    }
+    let run = tracer.run.as_ref();
+    let mut inputs = Vec::with_capacity(ids.len());
+    let mut new: Vec<u64> = Vec::new();
+    let known_externals = run.map_or(0, |r| r.externals.len());
+    for &id in ids {
+        let seen = run.and_then(|r| r.by_id.get(&id).copied());
+        match seen {
+            Some(InputRef::Node { depth, output }) => {
+                let node = &tracer.trie[run.map_or(ROOT, |r| r.nodes[depth as usize]) as usize];
+                if is_integer(DTYPES[node.outputs[output as usize].dtype]) {
+                    return Ok(Step::Eager);
+                }
+                inputs.push(InputKey::Seen(InputRef::Node { depth, output }));
+            }
+            Some(external) => inputs.push(InputKey::Seen(external)),
+            None => {
+                if let Some(k) = new.iter().position(|&n| n == id) {
+                    let ordinal = (known_externals + k) as u32;
+                    inputs.push(InputKey::Seen(InputRef::External(ordinal)));
+                    continue;
+                }
+                match describe_external(state.tensors.get(id)?.handle()?, &state.status)? {
+                    Some(key) => inputs.push(key),
+                    None => return Ok(Step::Eager),
+                }
+                new.push(id);
+            }
+        }
+    }
+    let key = StepKey {
+        parent: run.map_or(ROOT, Run::node),
+        plan,
+        inputs,
+    };
+    Ok(match tracer.children.get(&key) {
+        Some(&child) => Step::Known { child, new },
+        None => Step::Learn { key, new },
+    })
+}
+
+fn is_integer(dtype: DType) -> bool {
+    matches!(
+        dtype.tf,
+        tensorflow_sys::TF_INT32
+            | tensorflow_sys::TF_INT64
+            | tensorflow_sys::TF_INT8
+            | tensorflow_sys::TF_INT16
+            | tensorflow_sys::TF_UINT8
+            | tensorflow_sys::TF_UINT16
+            | tensorflow_sys::TF_UINT32
+            | tensorflow_sys::TF_UINT64
+    )
+}
+
+/// The key of an outside tensor at its first use; `None` when it keeps the op eager.
+fn describe_external(handle: &TensorHandle, status: &Status) -> Result<Option<InputKey>> {
+    let Ok(dtype) = handle.dtype_index() else {
+        return Ok(None);
+    };
+    let mut dims = Vec::new();
+    handle.dims_into(&mut dims, status)?;
+    let integers = match DTYPES[dtype].layout {
+        Layout::Strings | Layout::Opaque => return Ok(None),
+        Layout::Numeric { .. } if is_integer(DTYPES[dtype]) => {
+            let count: i64 = dims.iter().product();
+            if count as usize > MAX_KEYED_INTEGERS {
+                return Ok(None);
+            }
+            match handle.resolve(status)?.integers(DTYPES[dtype]) {
+                Some(values) => Some(values),
+                None => return Ok(None),
+            }
+        }
+        Layout::Numeric { .. } => None,
+    };
+    Ok(Some(InputKey::New {
+        dtype,
+        dims,
+        integers,
+    }))
+}
+
+/// Registers the call's new outside tensors with the run (starting one if needed).
+fn adopt_externals(state: &mut EnvState, new: &[u64]) -> Result<()> {
+    let run = state.tracer.run.get_or_insert_with(Run::new);
+    for &id in new {
+        let handle = state.tensors.get(id)?.handle()?.share(&state.status)?;
+        run.by_id
+            .insert(id, InputRef::External(run.externals.len() as u32));
+        run.externals.push(handle);
+    }
+    Ok(())
+}
+
+fn input_ref(run: &Run, id: u64) -> Result<InputRef> {
+    run.by_id
+        .get(&id)
+        .copied()
+        .ok_or_else(|| Error::Invalid(format!("tensor id {id} is not part of the run")))
+}
+
+/// Records a known op: its outputs get ids now and tensors when the run ends.
+fn defer(
+    state: &mut EnvState,
+    plan: u32,
+    ids: &[u64],
+    child: u32,
+    new: Vec<u64>,
+    io: &mut [f64],
+) -> Result<u32> {
+    adopt_externals(state, &new)?;
+    let tracer = &mut state.tracer;
+    let run = tracer.run.as_mut().expect("adopt_externals starts a run");
+    let first_deferred = run.first_deferred_depth();
+    let mut sources = Vec::with_capacity(ids.len());
+    for &id in ids {
+        sources.push(match input_ref(run, id)? {
+            InputRef::External(k) => Source::External(k),
+            InputRef::Node { depth, output } if depth as usize >= first_deferred => {
+                Source::Deferred {
+                    index: depth - first_deferred as u32,
+                    output,
+                }
+            }
+            InputRef::Node { .. } => {
+                Source::Ready(state.tensors.get(id)?.handle()?.share(&state.status)?)
+            }
+        });
+    }
+    let node = &tracer.trie[child as usize];
+    let depth = run.nodes.len() as u32;
+    let mut output_ids = Vec::with_capacity(node.outputs.len());
+    let mut at = 0;
+    for (j, meta) in node.outputs.iter().enumerate() {
+        let needed = at + 3 + meta.dims.len();
+        if needed > io.len() {
+            return Err(Error::Range(format!(
+                "io holds {} values, too few for the outputs",
+                io.len()
+            )));
+        }
+        let elements: i64 = meta.dims.iter().product();
+        let bytes = DTYPES[meta.dtype]
+            .element_bytes()
+            .map_or(0, |size| elements.max(0) as u64 * size as u64);
+        let id = state.tensors.insert_deferred(bytes);
+        run.by_id.insert(
+            id,
+            InputRef::Node {
+                depth,
+                output: j as u32,
+            },
+        );
+        output_ids.push(id);
+        io[at] = id as f64;
+        io[at + 1] = meta.dtype as f64;
+        io[at + 2] = meta.dims.len() as f64;
+        for (slot, &dim) in io[at + 3..needed].iter_mut().zip(meta.dims.iter()) {
+            *slot = dim as f64;
+        }
+        at = needed;
+    }
+    run.deferred.push(DeferredOp {
+        plan,
+        sources,
+        output_ids,
+    });
+    run.nodes.push(child);
+    tracer.counters.deferred_ops += 1;
+    Ok(node.outputs.len() as u32)
+}
+
+/// Runs an unknown op eagerly (after the run's deferred ops) and learns its outputs' shapes.
+fn learn(
+    state: &mut EnvState,
+    plans: &[PreparedOp],
+    ids: &[u64],
+    key: StepKey,
+    new: Vec<u64>,
+    room: i64,
+    io: &mut [f64],
+) -> Result<u32> {
+    adopt_externals(state, &new)?;
+    run_deferred(state, plans)?;
+    let plan = key.plan;
+    api::run_ids(state, &plans[plan as usize], ids, room)?;
+    let mut outputs = Vec::with_capacity(state.scratch.outputs.len());
+    let mut dims = Vec::new();
+    for handle in &state.scratch.outputs {
+        dims.clear();
+        handle.dims_into(&mut dims, &state.status)?;
+        let Ok(dtype) = handle.dtype_index() else {
+            // Not a dtype the binding knows: leave the op out of the run.
+            state.tracer.run = None;
+            return api::write_outputs(state, io);
+        };
+        outputs.push(OutputMeta {
+            dtype,
+            dims: dims.as_slice().into(),
+        });
+    }
+    let run = state
+        .tracer
+        .run
+        .as_ref()
+        .expect("adopt_externals starts a run");
+    let inputs = ids
+        .iter()
+        .map(|&id| input_ref(run, id))
+        .collect::<Result<Vec<_>>>()?;
+    let count = api::write_outputs(state, io)?;
+    let tracer = &mut state.tracer;
+    let child = tracer.trie.len() as u32;
+    tracer.trie.push(TrieNode {
+        plan,
+        inputs: inputs.into(),
+        outputs: outputs.into(),
+        ends: 0,
+        compiled: Vec::new(),
+    });
+    tracer.children.insert(key, child);
+    let run = tracer.run.as_mut().expect("adopt_externals starts a run");
+    let depth = run.nodes.len() as u32;
+    let last = state.tensors.last_id();
+    for j in 0..count as u64 {
+        run.by_id.insert(
+            last + 1 - count as u64 + j,
+            InputRef::Node {
+                depth,
+                output: j as u32,
+            },
+        );
+    }
+    run.nodes.push(child);
+    Ok(count)
+}
+
+/// Ends the run: counts it at its last op and computes what its held outputs need.
+pub fn end_run(state: &mut EnvState, plans: &[PreparedOp]) -> Result<()> {
+    let Some(mut run) = state.tracer.run.take() else {
+        return Ok(());
+    };
+    let end = run.node();
+    state.tracer.trie[end as usize].ends += 1;
+    let result = if run.deferred.is_empty() {
+        Ok(())
+    } else if run.all_deferred
+        && run.nodes.len() >= MIN_COMPILED_LENGTH
+        && state.tracer.trie[end as usize].ends >= 2
+    {
+        run_compiled(state, plans, &mut run)
+    } else {
+        replay(state, plans, &mut run)
+    };
+    if state.tracer.trie.len() >= MAX_TRIE_NODES {
+        start_over(state);
+    }
+    result
+}
+
+/// Runs the run's deferred ops one by one, leaving the run open.
+fn run_deferred(state: &mut EnvState, plans: &[PreparedOp]) -> Result<()> {
+    let Some(mut run) = state.tracer.run.take() else {
+        return Ok(());
+    };
+    let result = replay(state, plans, &mut run);
+    state.tracer.run = Some(run);
+    result
+}
+
+/// The deferred ops some held output depends on.
+fn needed_ops(run: &Run, tensors: &TensorTable) -> Vec<bool> {
+    let mut needed: Vec<bool> = run
+        .deferred
+        .iter()
+        .map(|op| op.output_ids.iter().any(|&id| tensors.contains(id)))
+        .collect();
+    for i in (0..run.deferred.len()).rev() {
+        if needed[i] {
+            for source in &run.deferred[i].sources {
+                if let Source::Deferred { index, .. } = source {
+                    needed[*index as usize] = true;
+                }
+            }
+        }
+    }
+    needed
+}
+
+/// Runs the deferred ops eagerly, in order, skipping those no held output needs.
+fn replay(state: &mut EnvState, plans: &[PreparedOp], run: &mut Run) -> Result<()> {
+    let needed = needed_ops(run, &state.tensors);
+    let deferred = std::mem::take(&mut run.deferred);
+    run.all_deferred = false;
+    let mut produced: Vec<Vec<Option<TensorHandle>>> = Vec::with_capacity(deferred.len());
+    for (op, &needed) in deferred.iter().zip(&needed) {
+        if !needed {
+            produced.push(Vec::new());
+            continue;
+        }
+        let prepared = &plans[op.plan as usize];
+        let inputs = op.sources.iter().map(|source| match source {
+            Source::External(k) => Ok(&run.externals[*k as usize]),
+            Source::Ready(handle) => Ok(handle),
+            Source::Deferred { index, output } => produced[*index as usize]
+                .get(*output as usize)
+                .and_then(Option::as_ref)
+                .ok_or_else(|| Error::Invalid("a deferred input was not computed".into())),
+        });
+        let mut outputs = Vec::with_capacity(op.output_ids.len());
+        api::run_handles(
+            &mut state.ops,
+            &state.context,
+            &state.status,
+            &mut outputs,
+            prepared,
+            inputs,
+            op.output_ids.len() as i64,
+        )?;
+        produced.push(outputs.into_iter().map(Some).collect());
+    }
+    for (op, outputs) in deferred.iter().zip(produced.iter_mut()) {
+        for (&id, handle) in op.output_ids.iter().zip(outputs.iter_mut()) {
+            if let Some(handle) = handle.take() {
+                state.tensors.fill(id, handle);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Runs the whole run as one session run of its graph (built on first use), else replays it.
+fn run_compiled(state: &mut EnvState, plans: &[PreparedOp], run: &mut Run) -> Result<()> {
+    let mut live = Vec::new();
+    let mut live_ids = Vec::new();
+    for (depth, op) in run.deferred.iter().enumerate() {
+        for (j, &id) in op.output_ids.iter().enumerate() {
+            if state.tensors.contains(id) {
+                live.push((depth as u32, j as u32));
+                live_ids.push(id);
+            }
+        }
+    }
+    if live.is_empty() {
+        // Nothing the run computed is held any more.
+        run.deferred.clear();
+        return Ok(());
+    }
+    let end = run.node() as usize;
+    let compiled = match state.tracer.trie[end]
+        .compiled
+        .iter()
+        .find(|c| c.live == live)
+    {
+        Some(compiled) => compiled.graph.clone(),
+        None => {
+            let graph = if state.tracer.counters.compiled_runs < MAX_COMPILED_RUNS {
+                compile(state, plans, run, &live).ok()
+            } else {
+                None
+            };
+            state.tracer.trie[end].compiled.push(Compiled {
+                live: live.clone(),
+                graph: graph.clone(),
+            });
+            graph
+        }
+    };
+    let computed = match (&compiled, &state.tracer.session) {
+        (Some(compiled), Some(session)) => {
+            execute(session, compiled, &run.externals, &state.status).ok()
+        }
+        _ => None,
+    };
+    let Some(outputs) = computed.filter(|outputs| outputs.len() == live_ids.len()) else {
+        return replay(state, plans, run);
+    };
+    for (&id, handle) in live_ids.iter().zip(outputs) {
+        state.tensors.fill(id, handle);
+    }
+    run.deferred.clear();
+    state.tracer.counters.graph_runs += 1;
+    Ok(())
+}
+
+/// Feeds `externals` to a compiled run and fetches its held outputs.
+fn execute(
+    session: &Session,
+    compiled: &CompiledRun,
+    externals: &[TensorHandle],
+    status: &Status,
+) -> Result<Vec<TensorHandle>> {
+    let tensors = externals
+        .iter()
+        .map(|handle| handle.resolve(status))
+        .collect::<Result<Vec<_>>>()?;
+    let feeds: Vec<_> = compiled
+        .feeds
+        .iter()
+        .zip(&tensors)
+        .map(|(&feed, tensor)| (session.port_of(feed), tensor))
+        .collect();
+    let fetches: Vec<_> = compiled
+        .fetches
+        .iter()
+        .map(|&f| session.port_of(f))
+        .collect();
+    session
+        .run(&feeds, &fetches, status)?
+        .iter()
+        .map(|tensor| TensorHandle::from_tensor(tensor, status))
+        .collect()
+}
+
+/// Adds the run's ops that `live` needs to the tracer's session graph.
+fn compile(
+    state: &mut EnvState,
+    plans: &[PreparedOp],
+    run: &Run,
+    live: &[(u32, u32)],
+) -> Result<CompiledRun> {
+    let status = &state.status;
+    if state.tracer.session.is_none() {
+        state.tracer.session = Some(Session::in_caller_thread(Graph::new(), status)?);
+    }
+    let tracer = &state.tracer;
+    let session = tracer
+        .session
+        .as_ref()
+        .ok_or_else(|| Error::Invalid("the tracer has no session".into()))?;
+    let graph = session.graph();
+    let prefix = format!("run{}", tracer.counters.compiled_runs);
+    let mut feeds = Vec::with_capacity(run.externals.len());
+    for (k, handle) in run.externals.iter().enumerate() {
+        let dtype = handle
+            .dtype()
+            .map_err(|code| Error::Invalid(format!("dtype {code} cannot be fed")))?;
+        let mut node = graph.node(c"Placeholder", &node_name(&prefix, "x", k)?);
+        node.set_type(c"dtype", dtype.tf);
+        feeds.push(node.finish(status)?);
+    }
+    let mut needed = vec![false; run.nodes.len()];
+    for &(depth, _) in live {
+        needed[depth as usize] = true;
+    }
+    for depth in (0..run.nodes.len()).rev() {
+        if needed[depth] {
+            for input in tracer.trie[run.nodes[depth] as usize].inputs.iter() {
+                if let InputRef::Node { depth, .. } = input {
+                    needed[*depth as usize] = true;
+                }
+            }
+        }
+    }
+    let mut built: Vec<Option<NodeOutput>> = vec![None; run.nodes.len()];
+    for depth in 0..run.nodes.len() {
+        if !needed[depth] {
+            continue;
+        }
+        let trie_node = &tracer.trie[run.nodes[depth] as usize];
+        let prepared = &plans[trie_node.plan as usize];
+        let inputs = trie_node
+            .inputs
+            .iter()
+            .map(|input| match *input {
+                InputRef::External(k) => Ok(feeds[k as usize]),
+                InputRef::Node { depth, output } => built[depth as usize]
+                    .map(|node| node.at(output as usize))
+                    .ok_or_else(|| Error::Invalid("an input node was not built".into())),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let layout = prepared
+            .deferrable
+            .ok_or_else(|| Error::Invalid("a recorded op cannot be deferred".into()))?;
+        let mut node = graph.node(&prepared.name, &node_name(&prefix, "n", depth)?);
+        match layout {
+            InputLayout::Single => inputs.iter().for_each(|&i| node.add_input(i)),
+            InputLayout::List => node.add_input_list(&inputs),
+            InputLayout::ListThenOne => {
+                let (list, last) = inputs.split_at(inputs.len().saturating_sub(1));
+                node.add_input_list(list);
+                last.iter().for_each(|&i| node.add_input(i));
+            }
+        }
+        // The node is finished even when an attr fails, so its description is not leaked.
+        let applied = api::apply_to_node(&mut node, &prepared.attrs);
+        let finished = node.finish(status);
+        applied?;
+        built[depth] = Some(finished?);
+    }
+    let fetches = live
+        .iter()
+        .map(|&(depth, output)| {
+            built[depth as usize]
+                .map(|node| node.at(output as usize))
+                .ok_or_else(|| Error::Invalid("an output node was not built".into()))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    state.tracer.counters.compiled_runs += 1;
+    Ok(CompiledRun { feeds, fetches })
+}
+
+fn node_name(prefix: &str, kind: &str, index: usize) -> Result<CString> {
+    CString::new(format!("{prefix}/{kind}{index}")).map_err(|e| Error::Invalid(e.to_string()))
+}
+
+/// Forgets every learned run, and the session that holds their graphs.
+fn start_over(state: &mut EnvState) {
+    let tracer = &mut state.tracer;
+    tracer.trie = vec![root_node()];
+    tracer.children.clear();
+    tracer.run = None;
+    tracer.session = None;
+}
