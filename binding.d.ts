@@ -83,6 +83,9 @@ export declare function executeOp(name: string, attrs: OpAttr[] | null | undefin
 /** Distinct SavedModel sessions loaded in this env. */
 export declare function getNumOfSavedModels(): number
 
+/** Whether this env defers runs of ops (`TFJS_NODE_RS_DEFER` unset or not `0`; see `trace`). */
+export declare function isDeferring(): boolean
+
 export declare function isUsingGpuDevice(): boolean
 
 /**

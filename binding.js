@@ -843,6 +843,7 @@ module.exports.dropTensorOnNativeThread = nativeBinding.dropTensorOnNativeThread
 module.exports.dtypeNames = nativeBinding.dtypeNames
 module.exports.executeOp = nativeBinding.executeOp
 module.exports.getNumOfSavedModels = nativeBinding.getNumOfSavedModels
+module.exports.isDeferring = nativeBinding.isDeferring
 module.exports.isUsingGpuDevice = nativeBinding.isUsingGpuDevice
 module.exports.loadSavedModel = nativeBinding.loadSavedModel
 module.exports.prepareOp = nativeBinding.prepareOp

@@ -325,6 +325,10 @@ impl Tracer {
         }
     }
 
+    pub fn enabled(&self) -> bool {
+        self.enabled
+    }
+
     /// Whether `id` is an output of the run being recorded (so using it elsewhere ends the run).
     pub fn produced(&self, id: u64) -> bool {
         self.run

@@ -22,6 +22,12 @@ pub fn is_using_gpu_device(env: Env) -> napi::Result<bool> {
     })
 }
 
+/// Whether this env defers runs of ops (`TFJS_NODE_RS_DEFER` unset or not `0`; see `trace`).
+#[napi_derive::napi(js_name = "isDeferring")]
+pub fn is_deferring(env: Env) -> napi::Result<bool> {
+    js_call(&env, |js| Ok(EnvState::get(js)?.tracer.enabled()))
+}
+
 /// Counters of the binding's memory traffic in this env.
 #[napi_derive::napi(object)]
 pub struct Stats {

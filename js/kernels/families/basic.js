@@ -13,9 +13,6 @@ function Identity({inputs, backend}) {
   return identity(backend, inputs.x);
 }
 
-/** Elements below which a reshape of values not yet uploaded keeps them in JS. */
-const SHARE_VALUES_BELOW = 1024;
-
 function Reshape({inputs, attrs, backend}) {
   const {x} = inputs;
   const size = sizeOf(x.shape);
@@ -25,13 +22,9 @@ function Reshape({inputs, attrs, backend}) {
                     `and the old shape (${x.shape}) has ${size} elements. ` +
                     'The new shape and old shape must have the same number of elements.');
   }
-  const rec = backend.record(x.dataId);
-  if (rec.id < 0 && rec.values !== null && size <= SHARE_VALUES_BELOW) {
-    // Small and not uploaded yet: a new record over the same (immutable) values. Larger ones
-    // (layer weights, reshaped on every call) are uploaded once and re-viewed natively.
-    return backend.makeTensorInfo(shape, x.dtype, rec.values);
-  }
   if (x.dtype === 'string') return backend.wrap(reshape(backend, x, shape));
+  // Values not uploaded yet are uploaded here, once: a weight that tfjs's matMul reshapes on
+  // every call (to 3-D) reaches TF once, not once per call.
   return backend.reshapeLazily(x, shape);
 }
 

@@ -15,9 +15,12 @@ const {upcast, attr} = require('../spec');
 let fusedMatMulUnsupported = false;
 
 /**
- * m*k*n up to which TF's _FusedMatMul beats MatMul + BiasAdd + activation. Measured here: 0.4-0.8x
- * their time up to ~10M (a dense layer of an RNN or a small MLP, where per-op cost dominates),
- * 1.1-1.3x from 32M on (128x4000x1000: 7.0 vs 5.6 ms), where Eigen's fused contraction is slower.
+ * m*k*n up to which TF's _FusedMatMul beats MatMul + BiasAdd + activation when each op runs
+ * eagerly. Measured here: 0.4-0.8x their time up to ~10M (a dense layer of an RNN or a small
+ * MLP, where per-op cost dominates), 1.1-1.3x from 32M on (128x4000x1000: 7.0 vs 5.6 ms), where
+ * Eigen's fused contraction is slower. With deferred runs the three ops go into one graph and
+ * the plain product is cheaper (32x100x200: MatMul 29 us, _FusedMatMul 47 us; dense-tiny
+ * predict 0.85-0.94 vs 0.99-1.28 ms), so the fused op is used only when deferring is off.
  */
 const FUSED_MATMUL_MAX_WORK = 16e6;
 
@@ -101,7 +104,8 @@ function _FusedMatMul({inputs, attrs, backend: b}) {
     const n = transposeB ? bb.shape[bb.shape.length - 2] : bb.shape[bb.shape.length - 1];
     const k = transposeA ? a.shape[a.shape.length - 2] : a.shape[a.shape.length - 1];
     const fusedOps = bias != null ? fusedOpsFor(activation) : null;
-    if (fusedOps !== null && !fusedMatMulUnsupported && m * k * n <= FUSED_MATMUL_MAX_WORK &&
+    if (fusedOps !== null && !b.deferring && !fusedMatMulUnsupported &&
+        m * k * n <= FUSED_MATMUL_MAX_WORK &&
         batchA === 1 &&
         batchB === 1 && a.dtype === 'float32') {
       const vec = biasVector(b, bias, n, temps);
