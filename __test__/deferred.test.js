@@ -177,3 +177,52 @@ test('TFJS_NODE_RS_DEFER=0 runs every op at its call', () => {
   const result = JSON.parse(run.stdout.trim().split('\n').pop());
   assert.deepStrictEqual(result, {sum: 25, deferred: 0});
 });
+
+/** A run of ops over JS-shared memory, repeated until it is compiled, then left open. */
+const openRunScript = `
+  const binding = require(${JSON.stringify(path.join(__dirname, '..', 'binding.js'))});
+  const T = [{name: 'T', type: 'type', value: 'float32'}];
+  const prepared = binding.prepareOp('Mul', T);
+  const io = new Float64Array(64);
+  const data = binding.alloc('float32', 1024).fill(2);
+  const x = binding.createTensor([1024], 'float32', data);
+  function run() {
+    let y = x;
+    for (let i = 0; i < 12; i++) {
+      io[0] = y; io[1] = x;
+      binding.runPreparedOp(prepared, io, 2, 1);
+      if (y !== x) binding.deleteTensor(y);
+      y = io[0];
+    }
+    return y;
+  }
+  for (let i = 0; i < 4; i++) binding.tensorDataSync(run());
+  globalThis.open = run();  // deferred, never read
+  const s = binding.stats();
+  const report = JSON.stringify({deferred: s.deferredOps > 0, graphRuns: s.graphRuns > 0});
+`;
+
+test('a worker or process that ends with a deferred run open ends cleanly', async () => {
+  const {Worker} = require('node:worker_threads');
+  for (let round = 0; round < 2; round++) {
+    const worker = new Worker(openRunScript + `
+      require('node:worker_threads').parentPort.postMessage(report);
+      setInterval(() => {}, 1000);`, {eval: true});
+    const report = await new Promise((resolve, reject) => {
+      worker.once('message', resolve);
+      worker.once('error', reject);
+    });
+    assert.deepStrictEqual(JSON.parse(report), {deferred: true, graphRuns: true});
+    await worker.terminate();
+  }
+  const exited = spawnSync(process.execPath, ['-e', openRunScript + 'console.log(report);'], {
+    env: {...process.env, TF_CPP_MIN_LOG_LEVEL: '3'},
+    encoding: 'utf8',
+  });
+  assert.strictEqual(exited.status, 0, exited.stderr);
+  assert.strictEqual(exited.signal, null);
+  assert.deepStrictEqual(JSON.parse(exited.stdout.trim()), {deferred: true, graphRuns: true});
+  const y = tf.tidy(() => tf.mul(tf.tensor1d([1, 2]), 3));
+  close(y.dataSync(), [3, 6]);
+  y.dispose();
+});
