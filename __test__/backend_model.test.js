@@ -6,6 +6,7 @@ const test = require('node:test');
 const assert = require('node:assert');
 
 const tf = require('..');
+const binding = require('../binding.js');
 
 /** Conv1D over a sequence, then an LSTM, then dense layers. */
 function buildModel() {
@@ -71,8 +72,15 @@ test('predict() matches the cpu backend on the same weights', async () => {
   const images = tf.randomNormal([5, 6, 6, 2], 0, 1, 'float32', 3);
   const weights = model.getWeights().map(w => w.arraySync());
   const weights2 = model2.getWeights().map(w => w.arraySync());
-  const onTf = await model.predict(xs).data();
-  const onTf2 = await model2.predict(images).data();
+  // Predicted four times: from the second call on, each predict is a known run of ops, and
+  // from the third it runs as one graph (src/trace.rs). Every call must give the same values.
+  const graphRunsBefore = binding.stats().graphRuns;
+  const onTfCalls = [], onTf2Calls = [];
+  for (let call = 0; call < 4; call++) {
+    onTfCalls.push(await model.predict(xs).data());
+    onTf2Calls.push(await model2.predict(images).data());
+  }
+  assert.ok(binding.stats().graphRuns > graphRunsBefore, 'later predicts ran as graphs');
   const xsValues = xs.arraySync();
   const imageValues = images.arraySync();
 
@@ -85,13 +93,15 @@ test('predict() matches the cpu backend on the same weights', async () => {
     cpuModel2.setWeights(weights2.map(w => tf.tensor(w)));
     const onCpu2 = await cpuModel2.predict(tf.tensor(imageValues)).data();
 
-    assert.strictEqual(onTf.length, onCpu.length);
-    for (let i = 0; i < onTf.length; i++) {
-      assert.ok(Math.abs(onTf[i] - onCpu[i]) < 1e-4, `[${i}] ${onTf[i]} vs ${onCpu[i]}`);
-    }
-    assert.strictEqual(onTf2.length, onCpu2.length);
-    for (let i = 0; i < onTf2.length; i++) {
-      assert.ok(Math.abs(onTf2[i] - onCpu2[i]) < 1e-4, `[${i}] ${onTf2[i]} vs ${onCpu2[i]}`);
+    for (const [onTf, onTf2] of onTfCalls.map((v, call) => [v, onTf2Calls[call]])) {
+      assert.strictEqual(onTf.length, onCpu.length);
+      for (let i = 0; i < onTf.length; i++) {
+        assert.ok(Math.abs(onTf[i] - onCpu[i]) < 1e-4, `[${i}] ${onTf[i]} vs ${onCpu[i]}`);
+      }
+      assert.strictEqual(onTf2.length, onCpu2.length);
+      for (let i = 0; i < onTf2.length; i++) {
+        assert.ok(Math.abs(onTf2[i] - onCpu2[i]) < 1e-4, `[${i}] ${onTf2[i]} vs ${onCpu2[i]}`);
+      }
     }
     cpuModel.dispose();
     cpuModel2.dispose();

@@ -400,7 +400,7 @@ pub fn settle(state: &mut EnvState, plans: &[PreparedOp], id: u64) -> Result<()>
 }
 
 /// Builds the trie key of the call, or `Step::Eager` when an input rules deferring out.
-fn classify(state: &mut EnvState, plan: u32, ids: &[u64]) -> Result<Step> {
+fn classify(state: &EnvState, plan: u32, ids: &[u64]) -> Result<Step> {
     let tracer = &state.tracer;
     if tracer.trie.len() >= MAX_TRIE_NODES
         || tracer
@@ -520,6 +520,17 @@ fn defer(
     new: Vec<u64>,
     io: &mut [f64],
 ) -> Result<u32> {
+    let room: usize = state.tracer.trie[child as usize]
+        .outputs
+        .iter()
+        .map(|meta| 3 + meta.dims.len())
+        .sum();
+    if room > io.len() {
+        return Err(Error::Range(format!(
+            "io holds {} values, too few for the outputs",
+            io.len()
+        )));
+    }
     adopt_externals(state, &new)?;
     let tracer = &mut state.tracer;
     let run = tracer.run.as_mut().expect("adopt_externals starts a run");
@@ -545,12 +556,6 @@ fn defer(
     let mut at = 0;
     for (j, meta) in node.outputs.iter().enumerate() {
         let needed = at + 3 + meta.dims.len();
-        if needed > io.len() {
-            return Err(Error::Range(format!(
-                "io holds {} values, too few for the outputs",
-                io.len()
-            )));
-        }
         let elements: i64 = meta.dims.iter().product();
         let bytes = DTYPES[meta.dtype]
             .element_bytes()
