@@ -117,6 +117,7 @@ class TensorFlowBackend extends tfc.KernelBackend {
     /** Repeated runs of ops execute as one graph (src/trace.rs), so fusing ops buys less. */
     this.deferring = binding.isDeferring();
     this.castAttrsByPair = new Map();
+    this.reshapeAttrsByDtype = new Map();
   }
 
   // ---------------------------------------------------------------- storage
@@ -284,19 +285,29 @@ class TensorFlowBackend extends tfc.KernelBackend {
 
   /** Gives a lazily reshaped record a native tensor of its own shape. */
   settleShape(rec) {
-    const id = this.nativeView(rec.id, rec.nativeShape, rec.shape);
+    const id = this.nativeView(rec.id, rec.nativeShape, rec.shape, rec.dtype);
     this.dropId(rec.id);
     rec.id = id;
     rec.nativeShape = rec.shape;
   }
 
   /**
-   * A new owner's id for native tensor `id` (of `nativeShape`) under `shape`: the same id when
-   * the shapes agree, else a native re-view (same buffer, no op, no copy).
+   * A new owner's id for native tensor `id` (of `nativeShape` and `dtype`) under `shape`: the
+   * same id when the shapes agree, else a re-view of the same buffer. While runs are deferred
+   * the re-view is TF's Reshape op, which joins the run (a native re-view would have to end
+   * it); otherwise it is a native re-view with no op.
    */
-  nativeView(id, nativeShape, shape) {
-    return sameShape(nativeShape, shape) ? this.shareId(id) :
-                                           this.binding.reshapeTensor(id, shape);
+  nativeView(id, nativeShape, shape, dtype) {
+    if (sameShape(nativeShape, shape)) return this.shareId(id);
+    if (!this.deferring) return this.binding.reshapeTensor(id, shape);
+    return this.execRaw('Reshape', this.reshapeAttrs(dtype), [id, this.vec(shape)], 1)[0].id;
+  }
+
+  /** Reshape's attrs for `dtype`, one array per dtype. */
+  reshapeAttrs(dtype) {
+    return cachedAttrs(this.reshapeAttrsByDtype, dtype, () => [
+      typeAttr('T', dtype), typeAttr('Tshape', 'int32'),
+    ]);
   }
 
   upload(rec) {

@@ -45,8 +45,8 @@ function reshape(b, x, shape) {
                   [x, b.vec(shape)]);
   }
   const rec = b.uploaded(x);
-  const id = rec === null ? b.nativeView(x.id, x.shape, shape) :
-                            b.nativeView(rec.id, rec.nativeShape, shape);
+  const id = rec === null ? b.nativeView(x.id, x.shape, shape, x.dtype) :
+                            b.nativeView(rec.id, rec.nativeShape, shape, x.dtype);
   return {id, shape, dtype: x.dtype};
 }
 
