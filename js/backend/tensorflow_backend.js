@@ -436,6 +436,12 @@ class TensorFlowBackend extends tfc.KernelBackend {
 
   /** Cached constant tensor id of `values` (a number or flat array). */
   constant(dtype, shape, values) {
+    if (dtype === 'float32' && shape.length === 0 && typeof values === 'number' &&
+        !Object.is(values, -0)) {
+      // float32 scalars, most constants, are keyed by the number itself (no key string to
+      // build); the other keys are strings, so they cannot collide.
+      return this.consts.get(values, () => this.createConstant(dtype, shape, values));
+    }
     const key = dtype + '|' + shape.join(',') + '|' +
         (typeof values === 'number' ? (Object.is(values, -0) ? '-0' : values) :
              typeof values === 'string' ? values : values.join(','));

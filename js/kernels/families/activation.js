@@ -1,7 +1,7 @@
 'use strict';
 // Activations of tfjs's fused kernels, as TF fused_ops names or as ops.
 
-const {A, reshape, binary} = require('./common');
+const {A, cachedAttrs, reshape, binary} = require('./common');
 const {sizeOf} = require('../../backend/dtypes');
 
 /** TF fused_ops for BiasAdd + activation, or null when TF can't fuse it. */
@@ -42,8 +42,13 @@ function addBias(b, x, bias, temps) {
       BIAS_ADD_DTYPES.has(x.dtype) && bias.dtype === x.dtype ?
       biasVector(b, bias, channels, temps) : null;
   if (vec === null) return binary(b, 'AddV2', x, bias);
-  return b.run1('BiasAdd', [A.type('T', x.dtype), A.str('data_format', 'NHWC')], [x, vec]);
+  return b.run1('BiasAdd', cachedAttrs(BIAS_ADD_ATTRS, x.dtype, () => [
+    A.type('T', x.dtype), A.str('data_format', 'NHWC'),
+  ]), [x, vec]);
 }
+
+/** BiasAdd's attrs by dtype, one array each. */
+const BIAS_ADD_ATTRS = new Map();
 
 const BIAS_ADD_DTYPES = new Set(['float32', 'int32']);
 

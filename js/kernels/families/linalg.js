@@ -68,9 +68,8 @@ const EIGEN_MATMUL_MAX_WORK = 700000;
  */
 function matMulRaw(b, a, bb, transposeA, transposeB) {
   if (!isSingleMatMul(a, bb)) {
-    return b.run1('BatchMatMulV2', [
-      A.type('T', a.dtype), A.bool('adj_x', transposeA), A.bool('adj_y', transposeB),
-    ], [a, bb]);
+    return b.run1('BatchMatMulV2', productAttrs('BatchMatMulV2', a.dtype, transposeA, transposeB),
+                  [a, bb]);
   }
   return withTemps(b, (temps) => {
     const a2 = a.shape.length === 3 ? reshape(b, a, a.shape.slice(1)) : a;
@@ -80,16 +79,31 @@ function matMulRaw(b, a, bb, transposeA, transposeB) {
     const m = transposeA ? a2.shape[1] : a2.shape[0];
     const k = transposeA ? a2.shape[0] : a2.shape[1];
     const n = transposeB ? b2.shape[0] : b2.shape[1];
-    if (a.dtype === 'float32' && m * k * n <= EIGEN_MATMUL_MAX_WORK) {
-      return b.run1('SparseMatMul', [
-        A.type('Ta', 'float32'), A.type('Tb', 'float32'),
-        A.bool('transpose_a', transposeA), A.bool('transpose_b', transposeB),
-      ], [a2, b2]);
-    }
-    return b.run1('MatMul', [
-      A.type('T', a.dtype), A.bool('transpose_a', transposeA), A.bool('transpose_b', transposeB),
-    ], [a2, b2]);
+    const op = a.dtype === 'float32' && m * k * n <= EIGEN_MATMUL_MAX_WORK ? 'SparseMatMul' :
+                                                                             'MatMul';
+    return b.run1(op, productAttrs(op, a.dtype, transposeA, transposeB), [a2, b2]);
   });
+}
+
+/** op -> dtype -> the four attrs arrays by (transposeA, transposeB), built once each. */
+const PRODUCT_ATTRS = new Map();
+
+/**
+ * The attrs of product `op` (MatMul, SparseMatMul or BatchMatMulV2), one array per combination,
+ * so the op runner finds its prepared op without building a key.
+ */
+function productAttrs(op, dtype, transposeA, transposeB) {
+  const byDtype = cachedAttrs(PRODUCT_ATTRS, op, () => new Map());
+  const arrays = cachedAttrs(byDtype, dtype, () => [false, true].flatMap((ta) => [false, true].map(
+      (tb) => {
+        if (op === 'BatchMatMulV2') {
+          return [A.type('T', dtype), A.bool('adj_x', ta), A.bool('adj_y', tb)];
+        }
+        const types = op === 'SparseMatMul' ? [A.type('Ta', dtype), A.type('Tb', dtype)] :
+                                              [A.type('T', dtype)];
+        return [...types, A.bool('transpose_a', ta), A.bool('transpose_b', tb)];
+      })));
+  return arrays[(transposeA ? 2 : 0) + (transposeB ? 1 : 0)];
 }
 
 const MATMUL_DTYPES = new Set(['float32', 'int32', 'complex64']);
