@@ -504,6 +504,11 @@ fn adopt_externals(state: &mut EnvState, new: &[u64]) -> Result<()> {
     Ok(())
 }
 
+/// The error for a run that `adopt_externals` should have started (never expected).
+fn no_run() -> Error {
+    Error::Invalid("no run is being recorded".into())
+}
+
 fn input_ref(run: &Run, id: u64) -> Result<InputRef> {
     run.by_id
         .get(&id)
@@ -533,7 +538,7 @@ fn defer(
     }
     adopt_externals(state, &new)?;
     let tracer = &mut state.tracer;
-    let run = tracer.run.as_mut().expect("adopt_externals starts a run");
+    let run = tracer.run.as_mut().ok_or_else(no_run)?;
     let first_deferred = run.first_deferred_depth();
     let mut sources = Vec::with_capacity(ids.len());
     for &id in ids {
@@ -616,11 +621,7 @@ fn learn(
             dims: dims.as_slice().into(),
         });
     }
-    let run = state
-        .tracer
-        .run
-        .as_ref()
-        .expect("adopt_externals starts a run");
+    let run = state.tracer.run.as_ref().ok_or_else(no_run)?;
     let inputs = ids
         .iter()
         .map(|&id| input_ref(run, id))
@@ -636,7 +637,7 @@ fn learn(
         compiled: Vec::new(),
     });
     tracer.children.insert(key, child);
-    let run = tracer.run.as_mut().expect("adopt_externals starts a run");
+    let run = tracer.run.as_mut().ok_or_else(no_run)?;
     let depth = run.nodes.len() as u32;
     let last = state.tensors.last_id();
     for j in 0..count as u64 {
