@@ -49,14 +49,10 @@ impl TensorTable {
         self.next_id
     }
 
-    /// Gives a deferred output its tensor; false (and the handle dropped) when JS deleted the id.
-    pub fn fill(&mut self, id: u64, handle: TensorHandle) -> bool {
-        match self.entries.get_mut(&id) {
-            Some(entry) => {
-                entry.handle = Some(handle);
-                true
-            }
-            None => false,
+    /// Gives a deferred output its tensor (dropped at once when JS has deleted the id).
+    pub fn fill(&mut self, id: u64, handle: TensorHandle) {
+        if let Some(entry) = self.entries.get_mut(&id) {
+            entry.handle = Some(handle);
         }
     }
 
@@ -71,6 +67,11 @@ impl TensorTable {
 
     pub fn get(&self, id: u64) -> Result<&TensorEntry> {
         self.entries.get(&id).ok_or_else(|| missing(id))
+    }
+
+    /// The tensor of `id` (an error for an unknown id or a deferred output not yet computed).
+    pub fn handle(&self, id: u64) -> Result<&TensorHandle> {
+        self.get(id)?.handle()
     }
 
     pub fn remove(&mut self, id: u64) -> Result<TensorEntry> {

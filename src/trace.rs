@@ -1,8 +1,8 @@
 //! Deferred execution. TF's eager dispatch costs 5–30 µs per op in a model and about 1 µs per
 //! node of a graph run in the calling thread, and a model's predict or training step repeats
-//! the same run of ops every call. So runs of pure ops are recorded, keyed by what determines their outputs' shapes
-//! (op, attrs, input wiring, input dtypes and shapes, the values of small integer inputs), in
-//! a trie of runs seen before:
+//! the same run of ops every call. So runs of pure ops are recorded, keyed by what determines
+//! their outputs' shapes (op, attrs, input wiring, input dtypes and shapes, the values of small
+//! integer inputs), in a trie of runs seen before:
 //!
 //! - an op the trie does not know runs eagerly at once, and its outputs' shapes are learned;
 //! - an op it knows is deferred: JS gets ids and shapes at once, the tensors come later;
@@ -24,8 +24,8 @@ use crate::api::{self, PreparedOp};
 use crate::env_state::EnvState;
 use crate::error::{Error, Result};
 use crate::tensor_table::{IdHasher, TensorTable};
-use crate::tf::dtype::{DType, Layout, DTYPES};
-use crate::tf::graph::{Graph, NodeOutput};
+use crate::tf::dtype::{Layout, DTYPES};
+use crate::tf::graph::NodeOutput;
 use crate::tf::handle::TensorHandle;
 use crate::tf::session::Session;
 use crate::tf::status::Status;
@@ -225,7 +225,6 @@ struct Compiled {
 }
 
 /// Where a compiled run's inputs are fed and its held outputs fetched, in the tracer's session.
-#[derive(Clone)]
 struct CompiledRun {
     feeds: Vec<NodeOutput>,
     fetches: Vec<NodeOutput>,
@@ -270,7 +269,8 @@ struct Run {
     externals: Vec<TensorHandle>,
     /// Ops not run yet: the last `deferred.len()` of `nodes`.
     deferred: Vec<DeferredOp>,
-    /// No op of the run has run yet (so a function can run all of it).
+    /// No op of the run has run yet (so one graph can run all of it, and `deferred[i]` is the
+    /// op at depth `i`).
     all_deferred: bool,
 }
 
@@ -419,7 +419,7 @@ fn classify(state: &EnvState, plan: u32, ids: &[u64]) -> Result<Step> {
         match seen {
             Some(InputRef::Node { depth, output }) => {
                 let node = &tracer.trie[run.map_or(ROOT, |r| r.nodes[depth as usize]) as usize];
-                if is_integer(DTYPES[node.outputs[output as usize].dtype]) {
+                if DTYPES[node.outputs[output as usize].dtype].is_integer() {
                     return Ok(Step::Eager);
                 }
                 inputs.push(InputKey::Seen(InputRef::Node { depth, output }));
@@ -431,7 +431,7 @@ fn classify(state: &EnvState, plan: u32, ids: &[u64]) -> Result<Step> {
                     inputs.push(InputKey::Seen(InputRef::External(ordinal)));
                     continue;
                 }
-                match describe_external(state.tensors.get(id)?.handle()?, &state.status)? {
+                match describe_external(state.tensors.handle(id)?, &state.status)? {
                     Some(key) => inputs.push(key),
                     None => return Ok(Step::Eager),
                 }
@@ -450,20 +450,6 @@ fn classify(state: &EnvState, plan: u32, ids: &[u64]) -> Result<Step> {
     })
 }
 
-fn is_integer(dtype: DType) -> bool {
-    matches!(
-        dtype.tf,
-        tensorflow_sys::TF_INT32
-            | tensorflow_sys::TF_INT64
-            | tensorflow_sys::TF_INT8
-            | tensorflow_sys::TF_INT16
-            | tensorflow_sys::TF_UINT8
-            | tensorflow_sys::TF_UINT16
-            | tensorflow_sys::TF_UINT32
-            | tensorflow_sys::TF_UINT64
-    )
-}
-
 /// The key of an outside tensor at its first use; `None` when it keeps the op eager.
 fn describe_external(handle: &TensorHandle, status: &Status) -> Result<Option<InputKey>> {
     let Ok(dtype) = handle.dtype_index() else {
@@ -473,7 +459,7 @@ fn describe_external(handle: &TensorHandle, status: &Status) -> Result<Option<In
     handle.dims_into(&mut dims, status)?;
     let integers = match DTYPES[dtype].layout {
         Layout::Strings | Layout::Opaque => return Ok(None),
-        Layout::Numeric { .. } if is_integer(DTYPES[dtype]) => {
+        Layout::Numeric { .. } if DTYPES[dtype].is_integer() => {
             let count: i64 = dims.iter().product();
             if count as usize > MAX_KEYED_INTEGERS {
                 return Ok(None);
@@ -496,7 +482,7 @@ fn describe_external(handle: &TensorHandle, status: &Status) -> Result<Option<In
 fn adopt_externals(state: &mut EnvState, new: &[u64]) -> Result<()> {
     let run = state.tracer.run.get_or_insert_with(Run::new);
     for &id in new {
-        let handle = state.tensors.get(id)?.handle()?.share(&state.status)?;
+        let handle = state.tensors.handle(id)?.share(&state.status)?;
         run.by_id
             .insert(id, InputRef::External(run.externals.len() as u32));
         run.externals.push(handle);
@@ -550,9 +536,7 @@ fn defer(
                     output,
                 }
             }
-            InputRef::Node { .. } => {
-                Source::Ready(state.tensors.get(id)?.handle()?.share(&state.status)?)
-            }
+            InputRef::Node { .. } => Source::Ready(state.tensors.handle(id)?.share(&state.status)?),
         });
     }
     let node = &tracer.trie[child as usize];
@@ -765,26 +749,25 @@ fn run_compiled(state: &mut EnvState, plans: &[PreparedOp], run: &mut Run) -> Re
         return Ok(());
     }
     let end = run.node() as usize;
-    let compiled = match state.tracer.trie[end]
+    let known = state.tracer.trie[end]
         .compiled
         .iter()
-        .find(|c| c.live == live)
-    {
-        Some(compiled) => compiled.graph.clone(),
+        .position(|c| c.live == live);
+    let index = match known {
+        Some(index) => index,
         None => {
             let graph = if state.tracer.counters.compiled_runs < MAX_COMPILED_RUNS {
                 compile(state, plans, run, &live).ok()
             } else {
                 None
             };
-            state.tracer.trie[end].compiled.push(Compiled {
-                live: live.clone(),
-                graph: graph.clone(),
-            });
-            graph
+            let compiled = &mut state.tracer.trie[end].compiled;
+            compiled.push(Compiled { live, graph });
+            compiled.len() - 1
         }
     };
-    let computed = match (&compiled, &state.tracer.session) {
+    let tracer = &state.tracer;
+    let computed = match (&tracer.trie[end].compiled[index].graph, &tracer.session) {
         (Some(compiled), Some(session)) => {
             execute(session, compiled, &run.externals, &state.status).ok()
         }
@@ -839,7 +822,7 @@ fn compile(
 ) -> Result<CompiledRun> {
     let status = &state.status;
     if state.tracer.session.is_none() {
-        state.tracer.session = Some(Session::in_caller_thread(Graph::new(), status)?);
+        state.tracer.session = Some(Session::in_caller_thread(status)?);
     }
     let tracer = &state.tracer;
     let session = tracer
@@ -857,19 +840,8 @@ fn compile(
         node.set_type(c"dtype", dtype.tf);
         feeds.push(node.finish(status)?);
     }
-    let mut needed = vec![false; run.nodes.len()];
-    for &(depth, _) in live {
-        needed[depth as usize] = true;
-    }
-    for depth in (0..run.nodes.len()).rev() {
-        if needed[depth] {
-            for input in tracer.trie[run.nodes[depth] as usize].inputs.iter() {
-                if let InputRef::Node { depth, .. } = input {
-                    needed[*depth as usize] = true;
-                }
-            }
-        }
-    }
+    // The run is all deferred, so its deferred ops are its ops by depth.
+    let needed = needed_ops(run, &state.tensors);
     let mut built: Vec<Option<NodeOutput>> = vec![None; run.nodes.len()];
     for depth in 0..run.nodes.len() {
         if !needed[depth] {

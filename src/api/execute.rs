@@ -103,8 +103,7 @@ fn run_on_ids(state: &mut EnvState, call: Call, ids: &[u64]) -> Result<()> {
         &state.status,
         &mut state.scratch.outputs,
         call,
-        ids.iter()
-            .map(|&id| tensors.get(id).and_then(|e| e.handle())),
+        ids.iter().map(|&id| tensors.handle(id)),
     )
 }
 

@@ -92,8 +92,7 @@ pub fn run_saved_model(
         for (i, &tid) in ids.iter().enumerate() {
             let handle = state
                 .tensors
-                .get(tid)
-                .and_then(|e| e.handle())
+                .handle(tid)
                 .map_err(|e| e.context(&format!("input '{}'", in_names[i])))?;
             tensors.push(handle);
         }

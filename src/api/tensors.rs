@@ -144,7 +144,7 @@ pub fn tensor_data_sync(env: Env, id: Unknown) -> napi::Result<Unknown<'static>>
         let state = EnvState::get(js)?;
         let id = args::tensor_id(js, id.raw(), "id")?;
         state.settle(id)?;
-        let handle = state.tensors.get(id)?.handle()?;
+        let handle = state.tensors.handle(id)?;
         let dtype = readable_dtype(handle)?;
         let tensor = handle.resolve(&state.status)?;
         let value = match dtype.layout {
@@ -249,7 +249,7 @@ pub fn drop_tensor_on_native_thread(env: Env, id: Unknown) -> napi::Result<()> {
         let state = EnvState::get(js)?;
         let id = args::tensor_id(js, id.raw(), "id")?;
         state.settle(id)?;
-        let tensor = state.tensors.get(id)?.handle()?.resolve(&state.status)?;
+        let tensor = state.tensors.handle(id)?.resolve(&state.status)?;
         state.tensors.remove(id)?;
         std::thread::spawn(move || drop(tensor))
             .join()

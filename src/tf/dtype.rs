@@ -134,6 +134,21 @@ impl DType {
         index_of_tf_code(code).map(|i| DTYPES[i])
     }
 
+    /// Whether the elements are integers (signed or unsigned, any width).
+    pub fn is_integer(self) -> bool {
+        matches!(
+            self.tf,
+            sys::TF_INT8
+                | sys::TF_INT16
+                | sys::TF_INT32
+                | sys::TF_INT64
+                | sys::TF_UINT8
+                | sys::TF_UINT16
+                | sys::TF_UINT32
+                | sys::TF_UINT64
+        )
+    }
+
     /// Bytes per tensor element, `None` where TF does not store elements inline (strings, handles).
     pub fn element_bytes(self) -> Option<usize> {
         match self.layout {

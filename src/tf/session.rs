@@ -82,9 +82,11 @@ impl Session {
         Ok(Session { raw, graph })
     }
 
-    /// A session that runs the nodes callers add to `graph`, all in the calling thread, with the
-    /// graph exactly as built (no Grappler rewrites, so results match the same ops run eagerly).
-    pub fn in_caller_thread(graph: Graph, status: &Status) -> Result<Session> {
+    /// A session over a new, empty graph that runs the nodes callers add to it (`graph()`), all
+    /// in the calling thread, exactly as built (no Grappler rewrites, so results match the same
+    /// ops run eagerly).
+    pub fn in_caller_thread(status: &Status) -> Result<Session> {
+        let graph = Graph::new();
         // ConfigProto { inter_op_parallelism_threads: -1 (5: varint),
         //   graph_options (10) { rewrite_options (10) { disable_meta_optimizer (19): true } } }
         const CONFIG: &[u8] = &[
