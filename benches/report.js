@@ -327,7 +327,8 @@ function markdown(results) {
   const passes = results.options.passes || 1;
   lines.push(`- Rounds per model case: ${results.options.rounds} in each of ${passes} worker ` +
              `process${passes > 1 ? 'es' : ''} per backend (cpu: 1), interleaved across ` +
-             'backends; a case\'s time is the median of the processes\' medians (fewer rounds ' +
+             'backends, each round after a young-generation GC; a case\'s time is the median of ' +
+             'the processes\' medians (fewer rounds ' +
              'where one round of a slow backend exceeds the time budget); total run ' +
              `${results.seconds} s`, '');
   if (results.models) {

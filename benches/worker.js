@@ -54,7 +54,7 @@ async function loadBackend(name) {
   return {tf, info};
 }
 
-const {now, gc, median, micro, rss} = require('./micro');
+const {now, youngGc, median, micro, rss} = require('./micro');
 
 // ---------------------------------------------------------------- models
 
@@ -88,7 +88,7 @@ async function runModelCase(tf, spec, method, opts) {
     if (iterations === 0) times.push(warmMs);
     tensorsBefore = tf.memory().numTensors;
     for (let r = 0; r < opts.rounds && iterations > 0; r++) {
-      gc();
+      youngGc();
       const t0 = now();
       for (let i = 0; i < iterations; i++) {
         const out = model.predict(xs);
@@ -111,7 +111,7 @@ async function runModelCase(tf, spec, method, opts) {
     if (iterations === 0) times.push(warmMs);
     tensorsBefore = tf.memory().numTensors;
     for (let r = 0; r < opts.rounds && iterations > 0; r++) {
-      gc();
+      youngGc();
       const t0 = now();
       await model.fit(xs, ys, fitArgs(iterations));
       weight.read().dataSync();
