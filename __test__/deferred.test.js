@@ -1,6 +1,7 @@
 'use strict';
-// Deferred execution (src/trace.rs): repeated runs of ops are recorded, and from their second
-// time on run as one graph; results, errors and memory must be as if every op ran at once.
+// Deferred execution (src/trace.rs): repeated runs of ops are recorded, and once a run has
+// ended long enough, it is deferred and from its second time on runs as one graph; results,
+// errors and memory must be as if every op ran at once.
 
 const test = require('node:test');
 const assert = require('node:assert');
@@ -48,6 +49,13 @@ function tfSteps(x, h, w, u, b, steps) {
     }
     return state;
   });
+}
+
+/** `t` after ops that change no value, enough of them for the run to be deferred. */
+function longPrefix(t) {
+  let out = t;
+  for (let i = 0; i < 8; i++) out = tf.add(out, 0);
+  return out;
 }
 
 function randoms(count, seed) {
@@ -114,45 +122,66 @@ test('a failing op throws at its call, also inside a known run, and later runs s
   const x = tf.ones([2, 3]);
   const w = tf.ones([3, 4]);
   const bad = tf.ones([5, 4]);
+  const before = binding.stats().deferredOps;
   for (let call = 0; call < 3; call++) {
-    const y = tf.tidy(() => tf.relu(tf.matMul(tf.add(x, 1), w)));
+    const y = tf.tidy(() => tf.relu(tf.matMul(longPrefix(tf.add(x, 1)), w)));
     close(y.dataSync(), new Array(8).fill(6));
     y.dispose();
   }
-  assert.throws(() => tf.tidy(() => tf.relu(tf.matMul(tf.add(x, 1), bad))),
+  assert.ok(binding.stats().deferredOps > before, 'the run was deferred');
+  assert.throws(() => tf.tidy(() => tf.relu(tf.matMul(longPrefix(tf.add(x, 1)), bad))),
                 /Matrix size.incompatible|must match/);
-  const y = tf.tidy(() => tf.relu(tf.matMul(tf.add(x, 1), w)));
+  const y = tf.tidy(() => tf.relu(tf.matMul(longPrefix(tf.add(x, 1)), w)));
   close(y.dataSync(), new Array(8).fill(6));
   tf.dispose([x, w, bad, y]);
 });
 
 test('integer arguments are part of what a run is known by', () => {
   const x = tf.tensor1d([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+  const before = binding.stats().deferredOps;
   for (let call = 0; call < 3; call++) {
     for (const [begin, size] of [[0, 4], [3, 5], [6, 2]]) {
-      const y = tf.tidy(() => tf.exp(tf.mul(tf.slice(tf.add(x, 0), begin, size), 0)));
+      const y = tf.tidy(() => tf.exp(tf.mul(tf.slice(longPrefix(x), begin, size), 0)));
       assert.deepStrictEqual(y.shape, [size]);
       close(y.dataSync(), new Array(size).fill(1));
       y.dispose();
     }
-    const parts = tf.tidy(() => tf.split(tf.add(x, 1), [3, 7]));
+    const parts = tf.tidy(() => tf.split(longPrefix(tf.add(x, 1)), [3, 7]));
     assert.deepStrictEqual(parts.map((p) => p.shape), [[3], [7]]);
     close(parts[1].dataSync(), [4, 5, 6, 7, 8, 9, 10]);
     tf.dispose(parts);
   }
+  assert.ok(binding.stats().deferredOps > before, 'the runs were deferred');
   x.dispose();
 });
 
 test('reading an output in the middle ends the run there; the rest stays correct', () => {
   const x = tf.tensor1d([1, 2, 3]);
+  const before = binding.stats().deferredOps;
   for (let call = 0; call < 4; call++) {
-    const a = tf.mul(x, 2);
+    const a = tf.tidy(() => tf.mul(longPrefix(x), 2));
     const b = tf.add(a, 1);
     close(a.dataSync(), [2, 4, 6]);
     const c = tf.mul(b, a);
     close(c.dataSync(), [6, 20, 42]);
     tf.dispose([a, b, c]);
   }
+  assert.ok(binding.stats().deferredOps > before, 'the run was deferred');
+  x.dispose();
+});
+
+test('a run that always ends short runs its ops at once: deferring it would only add cost', () => {
+  // A shape no other test uses, so that no long run shares the first op.
+  const x = tf.tensor3d([1, 2, 3, 4, 5, 6, 7, 8], [2, 2, 2]);
+  const before = binding.stats();
+  for (let call = 0; call < 5; call++) {
+    const y = tf.tidy(() => tf.relu(tf.sub(tf.mul(tf.add(x, 1), 2), 3)));
+    close(y.dataSync(), [1, 3, 5, 7, 9, 11, 13, 15]);
+    y.dispose();
+  }
+  const after = binding.stats();
+  assert.strictEqual(after.deferredOps, before.deferredOps);
+  assert.strictEqual(after.graphRuns, before.graphRuns);
   x.dispose();
 });
 

@@ -343,6 +343,12 @@ function markdown(results) {
   }
   if (results.micro) {
     lines.push('## Micro-benchmarks', '');
+    const perOp = results.micro.perOp[P];
+    if (perOp && perOp.processes) {
+      lines.push(`Each number is the median of ${perOp.processes.length} worker processes per ` +
+                 'backend (the backends\' order rotating between passes) of each process\'s ' +
+                 'median.', '');
+    }
     for (const t of microTables(results)) {
       lines.push(`### ${t.title}`, '', mdTable(t.header, t.rows), '');
     }

@@ -5,7 +5,9 @@
 //! integer inputs), in a trie of runs seen before:
 //!
 //! - an op the trie does not know runs eagerly at once, and its outputs' shapes are learned;
-//! - an op it knows is deferred: JS gets ids and shapes at once, the tensors come later;
+//! - an op it knows is deferred, if a run through it has ended long enough to be worth a graph
+//!   (`MIN_COMPILED_LENGTH` ops): JS gets ids and shapes at once, the tensors come later. Other
+//!   known ops run at once, as deferring a short run and replaying it only adds to its cost;
 //! - a run ends when anything outside it uses one of its outputs (a read, an op that is not
 //!   deferred). Its deferred ops then run: as one `TF_SessionRun` of a graph made from the run
 //!   when the run was seen before from start to end, else one by one. Ops whose outputs nobody
@@ -237,6 +239,8 @@ struct TrieNode {
     outputs: Box<[OutputMeta]>,
     /// Times a run ended here.
     ends: u32,
+    /// A run of at least `MIN_COMPILED_LENGTH` ops has passed through here, so deferring pays.
+    on_long_run: bool,
     compiled: Vec<Compiled>,
 }
 
@@ -348,6 +352,7 @@ fn root_node() -> TrieNode {
         inputs: Box::new([]),
         outputs: Box::new([]),
         ends: 0,
+        on_long_run: false,
         compiled: Vec::new(),
     }
 }
@@ -356,8 +361,10 @@ fn root_node() -> TrieNode {
 enum Step {
     /// Runs eagerly outside any run.
     Eager,
-    /// Known: deferred, reaching trie node `child`.
+    /// Known, on a long run: deferred, reaching trie node `child`.
     Known { child: u32, new: Vec<u64> },
+    /// Known, on no long run yet: runs eagerly now, reaching trie node `child`.
+    Follow { child: u32, new: Vec<u64> },
     /// Unknown: runs eagerly now and is learned under `key`.
     Learn { key: StepKey, new: Vec<u64> },
 }
@@ -387,7 +394,10 @@ pub fn run_prepared(
             api::write_outputs(state, io)
         }
         Step::Known { child, new } => defer(state, plan, ids, child, new, io),
-        Step::Learn { key, new } => learn(state, plans, ids, key, new, room, io),
+        Step::Follow { child, new } => {
+            run_now(state, plans, ids, TrieStep::Known(child), new, room, io)
+        }
+        Step::Learn { key, new } => run_now(state, plans, ids, TrieStep::New(key), new, room, io),
     }
 }
 
@@ -445,7 +455,8 @@ fn classify(state: &EnvState, plan: u32, ids: &[u64]) -> Result<Step> {
         inputs,
     };
     Ok(match tracer.children.get(&key) {
-        Some(&child) => Step::Known { child, new },
+        Some(&child) if tracer.trie[child as usize].on_long_run => Step::Known { child, new },
+        Some(&child) => Step::Follow { child, new },
         None => Step::Learn { key, new },
     })
 }
@@ -576,52 +587,86 @@ fn defer(
     Ok(node.outputs.len() as u32)
 }
 
-/// Runs an unknown op eagerly (after the run's deferred ops) and learns its outputs' shapes.
-fn learn(
+/// Where an op that runs at once goes in the trie.
+enum TrieStep {
+    /// A known op, on no long run yet.
+    Known(u32),
+    /// An unknown op: learned under this key.
+    New(StepKey),
+}
+
+/// Runs an op at once (after the run's deferred ops) and adds it to the run, learning its
+/// outputs' shapes when the trie does not know it yet.
+fn run_now(
     state: &mut EnvState,
     plans: &[PreparedOp],
     ids: &[u64],
-    key: StepKey,
+    step: TrieStep,
     new: Vec<u64>,
     room: i64,
     io: &mut [f64],
 ) -> Result<u32> {
     adopt_externals(state, &new)?;
     run_deferred(state, plans)?;
-    let plan = key.plan;
+    let plan = match &step {
+        TrieStep::Known(child) => state.tracer.trie[*child as usize].plan,
+        TrieStep::New(key) => key.plan,
+    };
     api::run_ids(state, &plans[plan as usize], ids, room)?;
+    let child = match step {
+        TrieStep::Known(child) => child,
+        TrieStep::New(key) => match learn(state, ids, key)? {
+            Some(child) => child,
+            None => {
+                // Not a dtype the binding knows: leave the op out of the run.
+                state.tracer.run = None;
+                return api::write_outputs(state, io);
+            }
+        },
+    };
+    let count = api::write_outputs(state, io)?;
+    extend_run(state, child, count)?;
+    Ok(count)
+}
+
+/// Adds the op that just ran (its outputs still in `state.scratch.outputs`) to the trie under
+/// `key`; `None` when an output has a dtype the binding does not know.
+fn learn(state: &mut EnvState, ids: &[u64], key: StepKey) -> Result<Option<u32>> {
     let mut outputs = Vec::with_capacity(state.scratch.outputs.len());
     let mut dims = Vec::new();
     for handle in &state.scratch.outputs {
         dims.clear();
         handle.dims_into(&mut dims, &state.status)?;
         let Ok(dtype) = handle.dtype_index() else {
-            // Not a dtype the binding knows: leave the op out of the run.
-            state.tracer.run = None;
-            return api::write_outputs(state, io);
+            return Ok(None);
         };
         outputs.push(OutputMeta {
             dtype,
             dims: dims.as_slice().into(),
         });
     }
-    let run = state.tracer.run.as_ref().ok_or_else(no_run)?;
+    let tracer = &mut state.tracer;
+    let run = tracer.run.as_ref().ok_or_else(no_run)?;
     let inputs = ids
         .iter()
         .map(|&id| input_ref(run, id))
         .collect::<Result<Vec<_>>>()?;
-    let count = api::write_outputs(state, io)?;
-    let tracer = &mut state.tracer;
     let child = tracer.trie.len() as u32;
     tracer.trie.push(TrieNode {
-        plan,
+        plan: key.plan,
         inputs: inputs.into(),
         outputs: outputs.into(),
         ends: 0,
+        on_long_run: false,
         compiled: Vec::new(),
     });
     tracer.children.insert(key, child);
-    let run = tracer.run.as_mut().ok_or_else(no_run)?;
+    Ok(Some(child))
+}
+
+/// Adds trie node `child` to the run, its outputs being the `count` tensors made last.
+fn extend_run(state: &mut EnvState, child: u32, count: u32) -> Result<()> {
+    let run = state.tracer.run.as_mut().ok_or_else(no_run)?;
     let depth = run.nodes.len() as u32;
     let last = state.tensors.last_id();
     for j in 0..count as u64 {
@@ -634,7 +679,7 @@ fn learn(
         );
     }
     run.nodes.push(child);
-    Ok(count)
+    Ok(())
 }
 
 /// Ends the run: counts it at its last op and computes what its held outputs need.
@@ -643,7 +688,14 @@ pub fn end_run(state: &mut EnvState, plans: &[PreparedOp]) -> Result<()> {
         return Ok(());
     };
     let end = run.node();
-    state.tracer.trie[end as usize].ends += 1;
+    let trie = &mut state.tracer.trie;
+    trie[end as usize].ends += 1;
+    if run.nodes.len() >= MIN_COMPILED_LENGTH && !trie[end as usize].on_long_run {
+        // Marking whole paths from the root keeps every ancestor of a marked node marked.
+        for &node in &run.nodes {
+            trie[node as usize].on_long_run = true;
+        }
+    }
     let result = if run.deferred.is_empty() {
         Ok(())
     } else if run.all_deferred
