@@ -362,11 +362,9 @@ enum Step {
     /// Runs eagerly outside any run.
     Eager,
     /// Known, on a long run: deferred, reaching trie node `child`.
-    Known { child: u32, new: Vec<u64> },
-    /// Known, on no long run yet: runs eagerly now, reaching trie node `child`.
-    Follow { child: u32, new: Vec<u64> },
-    /// Unknown: runs eagerly now and is learned under `key`.
-    Learn { key: StepKey, new: Vec<u64> },
+    Defer { child: u32, new: Vec<u64> },
+    /// Runs eagerly now, as part of the run, at `at` in the trie.
+    Now { at: TrieStep, new: Vec<u64> },
 }
 
 /// Runs prepared op `plan` on `ids` (deferring it when it can), writing its outputs into `io`
@@ -393,11 +391,8 @@ pub fn run_prepared(
             api::run_ids(state, prepared, ids, room)?;
             api::write_outputs(state, io)
         }
-        Step::Known { child, new } => defer(state, plan, ids, child, new, io),
-        Step::Follow { child, new } => {
-            run_now(state, plans, ids, TrieStep::Known(child), new, room, io)
-        }
-        Step::Learn { key, new } => run_now(state, plans, ids, TrieStep::New(key), new, room, io),
+        Step::Defer { child, new } => defer(state, plan, ids, child, new, io),
+        Step::Now { at, new } => run_now(state, plans, ids, at, new, room, io),
     }
 }
 
@@ -455,9 +450,15 @@ fn classify(state: &EnvState, plan: u32, ids: &[u64]) -> Result<Step> {
         inputs,
     };
     Ok(match tracer.children.get(&key) {
-        Some(&child) if tracer.trie[child as usize].on_long_run => Step::Known { child, new },
-        Some(&child) => Step::Follow { child, new },
-        None => Step::Learn { key, new },
+        Some(&child) if tracer.trie[child as usize].on_long_run => Step::Defer { child, new },
+        Some(&child) => Step::Now {
+            at: TrieStep::Follow(child),
+            new,
+        },
+        None => Step::Now {
+            at: TrieStep::Learn(key),
+            new,
+        },
     })
 }
 
@@ -513,7 +514,7 @@ fn input_ref(run: &Run, id: u64) -> Result<InputRef> {
         .ok_or_else(|| Error::Invalid(format!("tensor id {id} is not part of the run")))
 }
 
-/// Records a known op: its outputs get ids now and tensors when the run ends.
+/// Defers a known op of a long run: its outputs get ids now and tensors when the run ends.
 fn defer(
     state: &mut EnvState,
     plan: u32,
@@ -589,10 +590,10 @@ fn defer(
 
 /// Where an op that runs at once goes in the trie.
 enum TrieStep {
-    /// A known op, on no long run yet.
-    Known(u32),
-    /// An unknown op: learned under this key.
-    New(StepKey),
+    /// Known, on no long run yet: follows to this node.
+    Follow(u32),
+    /// Unknown: learned under this key.
+    Learn(StepKey),
 }
 
 /// Runs an op at once (after the run's deferred ops) and adds it to the run, learning its
@@ -601,21 +602,21 @@ fn run_now(
     state: &mut EnvState,
     plans: &[PreparedOp],
     ids: &[u64],
-    step: TrieStep,
+    at: TrieStep,
     new: Vec<u64>,
     room: i64,
     io: &mut [f64],
 ) -> Result<u32> {
     adopt_externals(state, &new)?;
     run_deferred(state, plans)?;
-    let plan = match &step {
-        TrieStep::Known(child) => state.tracer.trie[*child as usize].plan,
-        TrieStep::New(key) => key.plan,
+    let plan = match &at {
+        TrieStep::Follow(child) => state.tracer.trie[*child as usize].plan,
+        TrieStep::Learn(key) => key.plan,
     };
     api::run_ids(state, &plans[plan as usize], ids, room)?;
-    let child = match step {
-        TrieStep::Known(child) => child,
-        TrieStep::New(key) => match learn(state, ids, key)? {
+    let child = match at {
+        TrieStep::Follow(child) => child,
+        TrieStep::Learn(key) => match learn(state, ids, key)? {
             Some(child) => child,
             None => {
                 // Not a dtype the binding knows: leave the op out of the run.
