@@ -3,7 +3,7 @@
 //! - `tf/`: safe wrappers over the TF C API (all TF FFI).
 //! - `js/`: raw N-API for the hot paths (all N-API FFI).
 //! - `env_state`: per-env context lifecycle; `tensor_table`, `op_cache`: what it holds.
-//! - `trace`: deferred execution of repeated runs of ops as TF functions.
+//! - `trace`: deferred execution of repeated runs of ops as one session run of a graph.
 //! - `sharing`: JS memory ↔ TF memory without copies; `release`: returning JS memory from TF threads.
 //! - `api/`: the exported functions.
 #![deny(clippy::all)]

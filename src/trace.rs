@@ -889,7 +889,7 @@ fn compile(
         let dtype = handle
             .dtype()
             .map_err(|code| Error::Invalid(format!("dtype {code} cannot be fed")))?;
-        let mut node = graph.node(c"Placeholder", &node_name(&prefix, "x", k)?);
+        let mut node = graph.node(c"Placeholder", &node_name(&prefix, "x", k)?)?;
         node.set_type(c"dtype", dtype.tf);
         feeds.push(node.finish(status)?);
     }
@@ -915,7 +915,7 @@ fn compile(
         let layout = prepared
             .deferrable
             .ok_or_else(|| Error::Invalid("a recorded op cannot be deferred".into()))?;
-        let mut node = graph.node(&prepared.name, &node_name(&prefix, "n", depth)?);
+        let mut node = graph.node(&prepared.name, &node_name(&prefix, "n", depth)?)?;
         match layout {
             InputLayout::Single => inputs.iter().for_each(|&i| node.add_input(i)),
             InputLayout::List => node.add_input_list(&inputs),

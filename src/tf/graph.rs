@@ -43,20 +43,21 @@ pub struct NodeBuilder<'g> {
 }
 
 impl Graph {
-    pub fn new() -> Graph {
-        // SAFETY: TF_NewGraph has no preconditions and never returns null.
+    pub fn new() -> Result<Graph> {
+        // SAFETY: TF_NewGraph has no preconditions.
         let raw = unsafe { sys::TF_NewGraph() };
-        Graph(NonNull::new(raw).expect("TF_NewGraph returned null"))
+        NonNull::new(raw)
+            .map(Graph)
+            .ok_or_else(|| Error::Invalid("TF_NewGraph returned no graph".into()))
     }
 
     /// Starts a node of type `op_type` named `name` (unique within the graph).
-    pub fn node(&self, op_type: &CStr, name: &CStr) -> NodeBuilder<'_> {
+    pub fn node(&self, op_type: &CStr, name: &CStr) -> Result<NodeBuilder<'_>> {
         // SAFETY: graph and strings are live; TF copies the strings.
         let raw = unsafe { sys::TF_NewOperation(self.0.as_ptr(), op_type.as_ptr(), name.as_ptr()) };
-        NodeBuilder {
-            raw: NonNull::new(raw).expect("TF_NewOperation returned null"),
-            _graph: self,
-        }
+        let raw = NonNull::new(raw)
+            .ok_or_else(|| Error::Invalid("TF_NewOperation returned no description".into()))?;
+        Ok(NodeBuilder { raw, _graph: self })
     }
 
     pub(super) fn raw(&self) -> *mut sys::TF_Graph {
@@ -66,7 +67,7 @@ impl Graph {
 
 impl Drop for Graph {
     fn drop(&mut self) {
-        // SAFETY: this Graph owns the graph and deletes it once; functions made from it are copies.
+        // SAFETY: this Graph owns the graph and deletes it once, after the session that runs it.
         unsafe { sys::TF_DeleteGraph(self.0.as_ptr()) }
     }
 }

@@ -43,7 +43,7 @@ impl Session {
         tags: &[CString],
         status: &Status,
     ) -> Result<Session> {
-        let graph = Graph::new();
+        let graph = Graph::new()?;
         let tag_ptrs: Vec<*const c_char> = tags.iter().map(|t| t.as_ptr()).collect();
         let ntags = c_int::try_from(tag_ptrs.len())
             .map_err(|_| Error::Range("too many SavedModel tags".into()))?;
@@ -86,7 +86,7 @@ impl Session {
     /// in the calling thread, exactly as built (no Grappler rewrites, so results match the same
     /// ops run eagerly).
     pub fn in_caller_thread(status: &Status) -> Result<Session> {
-        let graph = Graph::new();
+        let graph = Graph::new()?;
         // ConfigProto { inter_op_parallelism_threads: -1 (5: varint),
         //   graph_options (10) { rewrite_options (10) { disable_meta_optimizer (19): true } } }
         const CONFIG: &[u8] = &[
