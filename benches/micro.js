@@ -172,4 +172,4 @@ function rss(tf, task) {
   };
 }
 
-module.exports = {now, gc, youngGc, median, micro, rss};
+module.exports = {now, gc, youngGc, median, micro, perOp, rss};

@@ -79,8 +79,10 @@ function targets(results) {
     }
     if (m.cFloor && m.cFloor.ns) {
       const r = mine / m.cFloor.ns;
+      const floor = tfBackendFloor(m);
       add('per-op overhead vs C TFE_Execute loop', `${f2(r)}×`, '≤ 1.3×', r <= 1.3,
-          `${mine.toFixed(0)} ns vs ${m.cFloor.ns.toFixed(0)} ns`);
+          `${mine.toFixed(0)} ns vs ${m.cFloor.ns.toFixed(0)} ns` + (floor ?
+            `; C loop + tfjs-core alone: ${f2(floor.ns / m.cFloor.ns)}×` : ''));
     }
     const big = String(1e7);
     if (m.readback[big] && m.readback[big]['tfjs-node'] && m.readback[big][P]) {
@@ -203,6 +205,16 @@ function modelTable(results) {
   return {header, rows};
 }
 
+/**
+ * The least per-op a backend that runs each tfjs op as a TF op can reach: TF's own execute
+ * (the C loop) plus tfjs-core's dispatch (a backend doing nothing else); null when either is
+ * missing.
+ */
+function tfBackendFloor(m) {
+  if (!m.cFloor || !m.cFloor.ns || !m.coreFloor) return null;
+  return {ns: m.cFloor.ns + m.coreFloor.ns};
+}
+
 function microTables(results) {
   const m = results.micro;
   const P = results.primary;
@@ -217,6 +229,15 @@ function microTables(results) {
                  m.cFloor.min.toFixed(0), '']);
     } else if (m.cFloor) {
       rows.push(['C TFE_Execute loop', m.cFloor.error, '', '', '']);
+    }
+    if (m.coreFloor) {
+      rows.push(['tfjs-core alone', '(benches/core_floor.js)', m.coreFloor.ns.toFixed(0),
+                 m.coreFloor.min.toFixed(0), '']);
+    }
+    const floor = tfBackendFloor(m);
+    if (floor) {
+      rows.push(['C loop + tfjs-core', '(the least a TF backend for tfjs can reach)',
+                 floor.ns.toFixed(0), '', '']);
     }
     tables.push({title: 'Per-op overhead: `tf.add` of two scalars + dispose (ns per op)',
                  header: ['backend', '', 'median ns', 'best ns', `peer / ${P}`], rows});
@@ -355,6 +376,12 @@ function markdown(results) {
     if (results.micro.cFloor && results.micro.cFloor.ns) {
       lines.push('The C floor is `benches/c/tfe_add_loop.c` (op created, executed and deleted ' +
                  'per call), median of 3 runs of the best of 5 rounds each.', '');
+    }
+    if (results.micro.coreFloor) {
+      lines.push('"tfjs-core alone" is the same `tf.add` loop on a backend whose one kernel ' +
+                 'adds two scalars in JS (`benches/core_floor.js`), in worker processes of its ' +
+                 'own taking turns with the backends: the cost of tfjs-core\'s dispatch, which ' +
+                 'every backend pays on top of its own work.', '');
     }
   }
   if (results.rss) {

@@ -28,6 +28,7 @@ const report = require('./report');
 
 const ROOT = path.resolve(__dirname, '..');
 const PRIMARY = 'tensorflow';
+const CORE_FLOOR = require('./core_floor').NAME;
 const ALL_BACKENDS = ['tensorflow', 'tfjs-node', 'wasm', 'cpu'];
 const QUICK_MODELS = ['dense-tiny', 'convolutional-1filters', 'rnn-SimpleRNN'];
 
@@ -235,17 +236,27 @@ const MICRO_PASSES = 5;
 
 function runMicro(opts, backends, results) {
   const perBackend = {};
+  const coreFloorRuns = [];
+  // tfjs-core's own per-op cost (benches/core_floor.js) takes its turn in the rotation too.
+  const entries = [...backends, CORE_FLOOR];
   const repeats = opts.quick ? 1 : MICRO_PASSES;
   for (let rep = 0; rep < repeats; rep++) {
-    const order = backends.slice(rep % backends.length)
-        .concat(backends.slice(0, rep % backends.length));
+    const order = entries.slice(rep % entries.length)
+        .concat(entries.slice(0, rep % entries.length));
     for (const backend of order) {
-      const r = runWorker(microTask(opts, backend));
-      if (r.micro) (perBackend[backend] = perBackend[backend] || []).push(r.micro);
-      else perBackend[backend] = perBackend[backend] || [];
-      if (r.micro) {
+      const task = microTask(opts, backend);
+      const isFloor = backend === CORE_FLOOR;
+      const r = runWorker(isFloor ? {...task, kind: 'per-op'} : task);
+      const perOp = isFloor ? r.perOp : r.micro && r.micro.perOp;
+      if (isFloor) {
+        if (perOp) coreFloorRuns.push(perOp);
+      } else {
+        perBackend[backend] = perBackend[backend] || [];
+        if (r.micro) perBackend[backend].push(r.micro);
+      }
+      if (perOp) {
         console.log(`  micro ${backend.padEnd(10)} pass ${rep + 1}/${repeats}: per-op ` +
-                    `${r.micro.perOp.ns.toFixed(0)} ns`);
+                    `${perOp.ns.toFixed(0)} ns`);
       }
     }
   }
@@ -271,6 +282,7 @@ function runMicro(opts, backends, results) {
     if (runs[0].alignedNote) micro.notes.push(`${backend}: ${runs[0].alignedNote}`);
   }
   micro.cFloor = cFloor(opts.quick);
+  micro.coreFloor = combineTimings(coreFloorRuns, 'ns');
   results.micro = micro;
 }
 

@@ -4,11 +4,13 @@
 //
 //   node --expose-gc benches/worker.js '<json task>' <out.json>
 //
-// task: {backend, kind: 'info' | 'models' | 'micro' | 'rss', ...}; see run.js for the fields.
+// task: {backend, kind: 'info' | 'models' | 'micro' | 'per-op' | 'rss', ...}; see run.js for the fields.
 
 const fs = require('fs');
 const os = require('os');
 const path = require('path');
+
+const coreFloor = require('./core_floor');
 
 const REPO_ROOT = path.resolve(__dirname, '..');
 
@@ -34,6 +36,8 @@ async function loadBackend(name) {
     info.wasmSimd = await tf.env().getAsync('WASM_HAS_SIMD_SUPPORT');
     info.wasmThreads = false;
     await tf.setBackend('wasm');
+  } else if (name === coreFloor.NAME) {
+    tf = await coreFloor.coreFloorTf();
   } else {
     throw new Error(`unknown backend ${name}`);
   }
@@ -54,7 +58,7 @@ async function loadBackend(name) {
   return {tf, info};
 }
 
-const {now, youngGc, median, micro, rss} = require('./micro');
+const {now, youngGc, median, micro, perOp, rss} = require('./micro');
 
 // ---------------------------------------------------------------- models
 
@@ -159,6 +163,7 @@ async function main() {
     result.info = info;
     if (task.kind === 'models') result.models = await taskModels(tf, task);
     else if (task.kind === 'micro') result.micro = micro(tf, task);
+    else if (task.kind === 'per-op') result.perOp = perOp(tf, task);
     else if (task.kind === 'rss') result.rss = rss(tf, task);
     else if (task.kind !== 'info') throw new Error(`unknown task ${task.kind}`);
   } catch (e) {
