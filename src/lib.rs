@@ -3,6 +3,7 @@
 //! - `tf/`: safe wrappers over the TF C API (all TF FFI).
 //! - `js/`: raw N-API for the hot paths (all N-API FFI).
 //! - `env_state`: per-env context lifecycle; `tensor_table`, `op_cache`: what it holds.
+//! - `kernels`: CPU kernels this package adds to TF (ops TF runs slowly at tfjs sizes).
 //! - `trace`: deferred execution of repeated runs of ops as one session run of a graph.
 //! - `sharing`: JS memory ↔ TF memory without copies; `release`: returning JS memory from TF threads.
 //! - `api/`: the exported functions.
@@ -14,6 +15,7 @@ mod api;
 mod env_state;
 mod error;
 mod js;
+mod kernels;
 mod op_cache;
 mod release;
 mod saved_model;

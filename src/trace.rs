@@ -177,6 +177,9 @@ const DEFERRABLE: &[(&str, InputLayout)] = {
         ("DepthwiseConv2dNativeBackpropInput", Single),
         ("MaxPool", Single),
         ("MaxPoolGrad", Single),
+        // This package's own kernels (`kernels`).
+        ("TfjsNodeRs>SingleChannelConv2D", Single),
+        ("TfjsNodeRs>SingleChannelMaxPool", Single),
     ]
 };
 

@@ -1,6 +1,7 @@
 //! C API entry points that `tensorflow-sys` does not bind, or binds with a type that cannot hold
 //! every value TF returns.
 
+use std::ffi::c_void;
 use std::os::raw::{c_char, c_int};
 
 use tensorflow_sys as sys;
@@ -19,4 +20,93 @@ extern "C" {
     /// that the Rust enum lacks, and reading those into it would be undefined behaviour.
     #[link_name = "TFE_TensorHandleDataType"]
     pub fn TFE_TensorHandleDataTypeCode(h: *mut sys::TFE_TensorHandle) -> c_int;
+}
+
+/// Declares types that C only hands out by pointer.
+macro_rules! opaque {
+    ($($name:ident),*) => {
+        $(
+            #[repr(C)]
+            pub struct $name {
+                _private: [u8; 0],
+            }
+        )*
+    };
+}
+
+// Custom ops and CPU kernels (c/ops.h, c/kernels.h), which `tensorflow-sys` does not bind.
+opaque!(
+    TF_OpDefinitionBuilder,
+    TF_KernelBuilder,
+    TF_OpKernelConstruction,
+    TF_OpKernelContext,
+    TF_ShapeInferenceContext
+);
+
+extern "C" {
+    pub fn TF_NewOpDefinitionBuilder(op_name: *const c_char) -> *mut TF_OpDefinitionBuilder;
+    pub fn TF_OpDefinitionBuilderAddInput(b: *mut TF_OpDefinitionBuilder, spec: *const c_char);
+    pub fn TF_OpDefinitionBuilderAddOutput(b: *mut TF_OpDefinitionBuilder, spec: *const c_char);
+    pub fn TF_OpDefinitionBuilderAddAttr(b: *mut TF_OpDefinitionBuilder, spec: *const c_char);
+    pub fn TF_RegisterOpDefinition(b: *mut TF_OpDefinitionBuilder, status: *mut sys::TF_Status);
+    pub fn TF_OpDefinitionBuilderSetShapeInferenceFunction(
+        b: *mut TF_OpDefinitionBuilder,
+        func: Option<unsafe extern "C" fn(*mut TF_ShapeInferenceContext, *mut sys::TF_Status)>,
+    );
+    pub fn TF_ShapeInferenceContextSetUnknownShape(
+        ctx: *mut TF_ShapeInferenceContext,
+        status: *mut sys::TF_Status,
+    );
+
+    pub fn TF_NewKernelBuilder(
+        op_name: *const c_char,
+        device_name: *const c_char,
+        create_func: Option<unsafe extern "C" fn(*mut TF_OpKernelConstruction) -> *mut c_void>,
+        compute_func: Option<unsafe extern "C" fn(*mut c_void, *mut TF_OpKernelContext)>,
+        delete_func: Option<unsafe extern "C" fn(*mut c_void)>,
+    ) -> *mut TF_KernelBuilder;
+    pub fn TF_RegisterKernelBuilder(
+        kernel_name: *const c_char,
+        builder: *mut TF_KernelBuilder,
+        status: *mut sys::TF_Status,
+    );
+
+    pub fn TF_OpKernelConstruction_GetAttrInt64List(
+        ctx: *mut TF_OpKernelConstruction,
+        attr_name: *const c_char,
+        vals: *mut i64,
+        max_vals: c_int,
+        status: *mut sys::TF_Status,
+    );
+    pub fn TF_OpKernelConstruction_Failure(
+        ctx: *mut TF_OpKernelConstruction,
+        status: *mut sys::TF_Status,
+    );
+
+    pub fn TF_GetInput(
+        ctx: *mut TF_OpKernelContext,
+        i: c_int,
+        tensor: *mut *mut sys::TF_Tensor,
+        status: *mut sys::TF_Status,
+    );
+    pub fn TF_AllocateOutput(
+        ctx: *mut TF_OpKernelContext,
+        index: c_int,
+        dtype: sys::TF_DataType,
+        dims: *const i64,
+        num_dims: c_int,
+        len: usize,
+        status: *mut sys::TF_Status,
+    ) -> *mut sys::TF_Tensor;
+    pub fn TF_OpKernelContext_Failure(ctx: *mut TF_OpKernelContext, status: *mut sys::TF_Status);
+}
+
+extern "C" {
+    pub fn TF_OpKernelConstruction_GetAttrSize(
+        ctx: *mut TF_OpKernelConstruction,
+        attr_name: *const c_char,
+        list_size: *mut i32,
+        total_size: *mut i32,
+        status: *mut sys::TF_Status,
+    );
 }

@@ -2,6 +2,7 @@
 
 pub mod aligned;
 pub mod context;
+pub mod custom_op;
 pub mod dtype;
 mod extern_decls;
 pub mod graph;

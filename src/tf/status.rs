@@ -42,6 +42,15 @@ impl Status {
     }
 }
 
+impl Status {
+    /// Sets the status to `code` with `message` (NULs dropped), as a failed TF call would.
+    pub fn set(&self, code: sys::TF_Code, message: &str) {
+        let message = std::ffi::CString::new(message.replace('\0', "")).unwrap_or_default();
+        // SAFETY: the status is live; TF copies the message.
+        unsafe { sys::TF_SetStatus(self.raw(), code, message.as_ptr()) };
+    }
+}
+
 impl Default for Status {
     fn default() -> Self {
         Status::new()

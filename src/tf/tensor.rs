@@ -153,6 +153,50 @@ impl Tensor {
         }
     }
 
+    pub fn dims(&self) -> Vec<i64> {
+        // SAFETY: the tensor is live; the calls only read its shape, at valid indices.
+        unsafe {
+            (0..sys::TF_NumDims(self.raw()))
+                .map(|i| sys::TF_Dim(self.raw(), i))
+                .collect()
+        }
+    }
+
+    /// The buffer as float32 values; an error when it cannot be one (size or alignment).
+    pub fn f32s(&self) -> Result<&[f32]> {
+        let (data, len) = self.f32_buffer()?;
+        // SAFETY: f32_buffer checked the alignment and size; the tensor owns the buffer for
+        // as long as the borrow of self.
+        Ok(unsafe { std::slice::from_raw_parts(data, len) })
+    }
+
+    /// `f32s`, writable: for a tensor TF just allocated for this caller alone (a kernel's
+    /// output).
+    pub fn f32s_mut(&mut self) -> Result<&mut [f32]> {
+        let (data, len) = self.f32_buffer()?;
+        // SAFETY: as in f32s; the exclusive borrow of self is the only access (the caller's
+        // contract above).
+        Ok(unsafe { std::slice::from_raw_parts_mut(data, len) })
+    }
+
+    fn f32_buffer(&self) -> Result<(*mut f32, usize)> {
+        let (data, len) = self.bytes();
+        let size = std::mem::size_of::<f32>();
+        if len == 0 {
+            return Ok((std::ptr::NonNull::dangling().as_ptr(), 0));
+        }
+        let fits = !data.is_null()
+            && len.is_multiple_of(size)
+            && (data as usize).is_multiple_of(std::mem::align_of::<f32>());
+        if fits {
+            Ok((data.cast(), len / size))
+        } else {
+            Err(Error::Invalid(
+                "the tensor's buffer cannot hold float32 values".into(),
+            ))
+        }
+    }
+
     /// The elements of an int32 or int64 tensor, widened; `None` for other dtypes.
     pub fn integers(&self, dtype: DType) -> Option<Vec<i64>> {
         let (data, len) = self.bytes();

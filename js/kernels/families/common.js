@@ -104,6 +104,30 @@ function identity(backend, x) {
   return {dataId: x.dataId, shape: x.shape, dtype: x.dtype};
 }
 
+/** The package's own ops (src/kernels) that TF reported missing: their registration failed. */
+const missingOwnOps = new Set();
+/** op -> attrs key -> the attrs array, so the op runner finds its prepared op at once. */
+const OWN_OP_ATTRS = new Map();
+
+/**
+ * Runs one of the package's own ops, whose attrs are all int lists (`{name: values}`); null when
+ * TF lacks the op, for the caller to take TF's own ops instead.
+ */
+function runOwnOp(b, op, intLists, inputs) {
+  if (missingOwnOps.has(op)) return null;
+  const byKey = cachedAttrs(OWN_OP_ATTRS, op, () => new Map());
+  const attrs = cachedAttrs(byKey, JSON.stringify(intLists),
+                            () => Object.entries(intLists).map(([k, v]) => A.ints(k, v)));
+  try {
+    return b.run1(op, attrs, inputs);
+  } catch (e) {
+    if (!e || e.code !== 'NOT_FOUND') throw e;
+    missingOwnOps.add(op);
+    return null;
+  }
+}
+
 module.exports = {
   A, cachedAttrs, withTemps, transpose, reshape, slice, padOrCrop, binary, unary, identity,
+  runOwnOp,
 };

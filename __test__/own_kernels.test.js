@@ -1,0 +1,194 @@
+'use strict';
+// The package's own TF kernels (src/kernels): one-channel convs and max pools. They must give
+// what tfjs's pure-JS cpu backend gives, eagerly and inside deferred graphs, and turn bad
+// input into JS errors.
+
+const test = require('node:test');
+const assert = require('node:assert/strict');
+
+const tf = require('..');
+const binding = require('../binding.js');
+
+const CONV = 'TfjsNodeRs>SingleChannelConv2D';
+const POOL = 'TfjsNodeRs>SingleChannelMaxPool';
+
+/** Deterministic values in [-1, 1), with a few repeats so that max pools see ties. */
+function values(n, seed) {
+  const out = new Float32Array(n);
+  for (let i = 0; i < n; i++) out[i] = (((i * 7919 + seed * 104729) % 1000) / 500) - 1;
+  return out;
+}
+
+/** `fn(tf)` on the cpu backend, its output's values. */
+async function onCpu(fn) {
+  await tf.setBackend('cpu');
+  try {
+    const t = fn();
+    const v = t.dataSync();
+    t.dispose();
+    return v;
+  } finally {
+    await tf.setBackend('tensorflow');
+  }
+}
+
+function close(actual, expected, eps = 1e-5) {
+  assert.equal(actual.length, expected.length, 'length');
+  for (let i = 0; i < expected.length; i++) {
+    assert.ok(Math.abs(actual[i] - expected[i]) <= eps * Math.max(1, Math.abs(expected[i])),
+              `[${i}] ${actual[i]} != ${expected[i]}`);
+  }
+}
+
+/** Counts calls of the package's own ops while `fn` runs. */
+function ownOpCalls(fn) {
+  const counts = {[CONV]: 0, [POOL]: 0};
+  const opOf = (id) => {
+    for (const [key, prepared] of tf.backend().ops.byKey) {
+      if (prepared === id) return key.split('|')[0];
+    }
+    return null;
+  };
+  const {runPreparedOp, executeOp} = binding;
+  binding.runPreparedOp = (id, ...rest) => {
+    const op = opOf(id);
+    if (op in counts) counts[op]++;
+    return runPreparedOp(id, ...rest);
+  };
+  binding.executeOp = (name, ...rest) => {
+    if (name in counts) counts[name]++;
+    return executeOp(name, ...rest);
+  };
+  try {
+    fn();
+  } finally {
+    Object.assign(binding, {runPreparedOp, executeOp});
+  }
+  return counts;
+}
+
+const convCases = [
+  {x: [2, 7, 9, 1], f: [3, 3, 1, 1], pad: 'valid'},
+  {x: [2, 7, 9, 1], f: [3, 2, 1, 1], pad: 'same'},
+  {x: [1, 6, 6, 1], f: [5, 5, 1, 1], pad: 'valid'},
+  {x: [3, 6, 4, 1], f: [2, 3, 1, 1], pad: [[0, 0], [1, 2], [0, 3], [0, 0]]},
+  {x: [1, 1, 1, 1], f: [1, 1, 1, 1], pad: 'same'},
+];
+
+test('one-channel convs match the cpu backend, on the package kernel', async () => {
+  for (const [k, c] of convCases.entries()) {
+    const xv = values(c.x.reduce((a, b) => a * b), k);
+    const fv = values(c.f.reduce((a, b) => a * b), k + 50);
+    const expected = await onCpu(() => tf.conv2d(tf.tensor(xv, c.x), tf.tensor(fv, c.f), 1, c.pad));
+    let actual;
+    const calls = ownOpCalls(() => {
+      const y = tf.conv2d(tf.tensor(xv, c.x), tf.tensor(fv, c.f), 1, c.pad);
+      actual = y.dataSync();
+    });
+    close(actual, expected);
+    assert.equal(calls[CONV], 1, `${JSON.stringify(c)} ran on ${CONV}`);
+  }
+});
+
+test('convs the kernel does not cover still run (strided, many channels)', async () => {
+  const xv = values(2 * 8 * 8, 3);
+  const fv = values(3 * 3 * 2, 4);
+  const expected = await onCpu(() => tf.conv2d(tf.tensor(xv, [2, 8, 8, 1]), tf.tensor(fv, [3, 3, 1, 2]), 2, 'same'));
+  const calls = ownOpCalls(() => {
+    close(tf.conv2d(tf.tensor(xv, [2, 8, 8, 1]), tf.tensor(fv, [3, 3, 1, 2]), 2, 'same').dataSync(),
+          expected);
+  });
+  assert.equal(calls[CONV], 0);
+});
+
+const poolCases = [
+  {x: [2, 24, 24, 1], size: 2, stride: 2, pad: 'valid'},
+  {x: [2, 7, 9, 1], size: 3, stride: 2, pad: 'same'},
+  {x: [1, 5, 5, 1], size: [2, 3], stride: [1, 2], pad: 'same'},
+  {x: [3, 6, 4, 1], size: 2, stride: 1, pad: 'valid'},
+  {x: [1, 4, 4, 1], size: 3, stride: 1, pad: 1},
+];
+
+test('one-channel max pools match the cpu backend, on the package kernel', async () => {
+  for (const [k, c] of poolCases.entries()) {
+    const xv = values(c.x.reduce((a, b) => a * b), k + 7);
+    const expected = await onCpu(() => tf.maxPool(tf.tensor(xv, c.x), c.size, c.stride, c.pad));
+    let actual;
+    const calls = ownOpCalls(() => {
+      actual = tf.maxPool(tf.tensor(xv, c.x), c.size, c.stride, c.pad).dataSync();
+    });
+    assert.deepEqual(actual, expected);
+    assert.equal(calls[POOL], 1, `${JSON.stringify(c)} ran on ${POOL}`);
+  }
+});
+
+test('max pools ignore NaNs, as tfjs does', () => {
+  const x = tf.tensor4d([1, 2, 3, 4, 5, 6, 7, NaN, 9], [1, 3, 3, 1]);
+  assert.deepEqual(Array.from(tf.maxPool(x, 2, 1, 'valid').dataSync()), [5, 6, 7, 9]);
+  const allNaN = tf.tensor4d([NaN, NaN, NaN, NaN], [1, 2, 2, 1]);
+  assert.deepEqual(Array.from(tf.maxPool(allNaN, 2, 2, 'valid').dataSync()), [-Infinity]);
+});
+
+test('a model of one-channel convs and pools runs its repeated predicts as one graph', async () => {
+  const layers = () => [
+    tf.layers.conv2d({inputShape: [12, 12, 1], filters: 1, kernelSize: 3, activation: 'relu'}),
+    tf.layers.conv2d({filters: 1, kernelSize: 3, padding: 'same', activation: 'relu'}),
+    tf.layers.maxPooling2d({poolSize: 2}),
+    tf.layers.conv2d({filters: 1, kernelSize: 2, padding: 'same'}),
+    tf.layers.conv2d({filters: 1, kernelSize: 3, padding: 'same', activation: 'relu'}),
+    tf.layers.flatten(),
+  ];
+  const model = tf.sequential({layers: layers()});
+  const xv = values(4 * 144, 11);
+  const weights = model.getWeights().map((w) => ({shape: w.shape, data: w.dataSync()}));
+  const expected = await onCpu(() => {
+    const m = tf.sequential({layers: layers()});
+    m.setWeights(weights.map((w) => tf.tensor(w.data, w.shape)));
+    return m.predict(tf.tensor(xv, [4, 12, 12, 1]));
+  });
+  const x = tf.tensor(xv, [4, 12, 12, 1]);
+  const before = binding.stats();
+  for (let i = 0; i < 4; i++) {
+    const y = model.predict(x);
+    close(y.dataSync(), expected);
+    y.dispose();
+  }
+  const after = binding.stats();
+  if (binding.isDeferring()) {
+    assert.ok(after.graphRuns > before.graphRuns, 'the predicts ran as graphs');
+  }
+  x.dispose();
+  model.dispose();
+});
+
+test('bad input to the kernels is a JS error, not a crash', () => {
+  const T = (dims, n) => binding.createTensor(dims, 'float32', new Float32Array(n));
+  const cases = [
+    [() => binding.executeOp(CONV, [{name: 'pads', type: 'int', value: [0, 0, 0, 0]}],
+                             [T([1, 4, 4, 2], 32), T([3, 3, 1, 1], 9)], 1),
+     /input must be \[batch, height, width, 1\]/],
+    [() => binding.executeOp(CONV, [{name: 'pads', type: 'int', value: [0, 0, 0, 0]}],
+                             [T([1, 2, 2, 1], 4), T([4, 4, 1, 1], 16)], 1),
+     /smaller than the window/],
+    [() => binding.executeOp(CONV, [{name: 'pads', type: 'int', value: [0, -1, 0, 0]}],
+                             [T([1, 4, 4, 1], 16), T([3, 3, 1, 1], 9)], 1),
+     /pads must be >= 0/],
+    [() => binding.executeOp(CONV, [{name: 'pads', type: 'int', value: [0, 0]}],
+                             [T([1, 4, 4, 1], 16), T([3, 3, 1, 1], 9)], 1),
+     /must hold 4 values/],
+    [() => binding.executeOp(POOL, [{name: 'ksize', type: 'int', value: [0, 2]},
+                                    {name: 'strides', type: 'int', value: [1, 1]},
+                                    {name: 'pads', type: 'int', value: [0, 0, 0, 0]}],
+                             [T([1, 4, 4, 1], 16)], 1),
+     /ksize must be > 0/],
+    [() => binding.executeOp(POOL, [{name: 'ksize', type: 'int', value: [2, 2]},
+                                    {name: 'strides', type: 'int', value: [1, 1]},
+                                    {name: 'pads', type: 'int', value: [2, 0, 0, 0]}],
+                             [T([1, 4, 4, 1], 16)], 1),
+     /smaller than the window/],
+  ];
+  for (const [call, message] of cases) {
+    assert.throws(call, (e) => e instanceof Error && e.code === 'INVALID_ARGUMENT' &&
+                              message.test(e.message), String(message));
+  }
+});

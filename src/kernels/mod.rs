@@ -1,0 +1,159 @@
+//! CPU kernels this package adds to TF, for ops whose TF kernels are slow at the sizes tfjs
+//! models use. They are registered once per process, before the first context is made, and
+//! then run like TF's own: eagerly, and inside deferred runs' graphs.
+
+mod single_channel_conv;
+mod single_channel_pool;
+
+use std::sync::OnceLock;
+
+use crate::error::{Error, Result};
+use crate::tf::custom_op::{register_cpu_kernel, register_op};
+use crate::tf::status::Status;
+
+use single_channel_conv::SingleChannelConv2D;
+use single_channel_pool::SingleChannelMaxPool;
+
+/// A batch of one-channel NHWC images: `[batch, height, width, 1]`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Images {
+    batch: usize,
+    height: usize,
+    width: usize,
+}
+
+impl Images {
+    fn from_dims(dims: &[i64]) -> Result<Images> {
+        let size = |d: i64| usize::try_from(d).map_err(|_| Error::Range(format!("dim {d} < 0")));
+        let &[batch, height, width, 1] = dims else {
+            return Err(Error::Range(format!(
+                "input must be [batch, height, width, 1], got {dims:?}"
+            )));
+        };
+        Ok(Images {
+            batch: size(batch)?,
+            height: size(height)?,
+            width: size(width)?,
+        })
+    }
+
+    fn image_len(&self) -> usize {
+        self.height * self.width
+    }
+
+    fn len(&self) -> usize {
+        self.batch * self.image_len()
+    }
+
+    fn dims(&self) -> [i64; 4] {
+        [self.batch, self.height, self.width, 1].map(|d| d as i64)
+    }
+
+    /// The images a `window` sliding by `strides` over these, padded by `pads`, produces:
+    /// `(padded - window) / stride + 1` positions per axis, none when the window is larger by
+    /// up to a stride (as in TF and tfjs), an error when it is larger still.
+    fn windowed(&self, pads: Pads, window: Extent, strides: Extent) -> Result<Images> {
+        let out = |extent: usize, before: usize, after: usize, window: usize, stride: usize| {
+            extent
+                .checked_add(before)
+                .and_then(|e| e.checked_add(after))
+                .and_then(|e| e.checked_add(stride))
+                .and_then(|e| e.checked_sub(window))
+                .map(|room| room / stride)
+        };
+        let height = out(
+            self.height,
+            pads.top,
+            pads.bottom,
+            window.height,
+            strides.height,
+        );
+        let width = out(
+            self.width,
+            pads.left,
+            pads.right,
+            window.width,
+            strides.width,
+        );
+        match (height, width) {
+            (Some(height), Some(width)) => Ok(Images {
+                batch: self.batch,
+                height,
+                width,
+            }),
+            _ => Err(Error::Range(format!(
+                "padded input {:?} (pads {pads:?}) is smaller than the window {window:?}",
+                self.dims()
+            ))),
+        }
+    }
+}
+
+/// A window's or a stride's height and width, each at least 1.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Extent {
+    height: usize,
+    width: usize,
+}
+
+impl Extent {
+    const ONE: Extent = Extent {
+        height: 1,
+        width: 1,
+    };
+
+    fn new([height, width]: [i64; 2], what: &str) -> Result<Extent> {
+        let side = |v: i64| {
+            usize::try_from(v)
+                .ok()
+                .filter(|&v| v > 0)
+                .ok_or_else(|| Error::Range(format!("{what} must be > 0, got {v}")))
+        };
+        Ok(Extent {
+            height: side(height)?,
+            width: side(width)?,
+        })
+    }
+}
+
+/// Zero (conv) or ignored (pool) rows and columns around each image.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Pads {
+    top: usize,
+    bottom: usize,
+    left: usize,
+    right: usize,
+}
+
+impl Pads {
+    /// From an attr's `[top, bottom, left, right]`.
+    fn new([top, bottom, left, right]: [i64; 4]) -> Result<Pads> {
+        let side = |value: i64| {
+            usize::try_from(value)
+                .map_err(|_| Error::Range(format!("pads must be >= 0, got {value}")))
+        };
+        Ok(Pads {
+            top: side(top)?,
+            bottom: side(bottom)?,
+            left: side(left)?,
+            right: side(right)?,
+        })
+    }
+}
+
+/// Registers the ops and kernels; later calls return the first outcome. A failure leaves TF
+/// without the ops, and the JS kernels that would use them fall back to TF's own ops when TF
+/// reports them missing (`NOT_FOUND`), so it is no reason to refuse to start.
+pub fn register() -> std::result::Result<(), String> {
+    static OUTCOME: OnceLock<std::result::Result<(), String>> = OnceLock::new();
+    OUTCOME
+        .get_or_init(|| {
+            let status = Status::new();
+            register_op(&single_channel_conv::SPEC, &status)
+                .and_then(|()| register_cpu_kernel::<SingleChannelConv2D>(&status))
+                .and_then(|()| register_op(&single_channel_pool::SPEC, &status))
+                .and_then(|()| register_cpu_kernel::<SingleChannelMaxPool>(&status))
+                .map_err(|err| err.to_string())
+        })
+        .clone()
+}

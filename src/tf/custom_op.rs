@@ -1,0 +1,206 @@
+//! Ops and CPU kernels this package adds to TF (c/ops.h, c/kernels.h). TF runs them like its
+//! own, eagerly and inside graphs; a kernel is a type implementing `CpuKernel`.
+
+use std::ffi::{c_void, CStr};
+use std::os::raw::c_int;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use tensorflow_sys as sys;
+
+use super::dtype::DType;
+use super::extern_decls as ext;
+use super::status::Status;
+use super::tensor::Tensor;
+use crate::error::{Error, Result};
+
+/// An op's interface, in the spec syntax of `TF_OpDefinitionBuilderAdd*`.
+pub struct OpSpec {
+    pub name: &'static CStr,
+    pub inputs: &'static [&'static CStr],
+    pub outputs: &'static [&'static CStr],
+    pub attrs: &'static [&'static CStr],
+}
+
+/// Adds `spec` to TF's op registry. Graph construction, which needs a shape function, learns
+/// that the outputs' shapes are unknown; kernels work them out (deferred runs know them from
+/// the eager call).
+pub fn register_op(spec: &OpSpec, status: &Status) -> Result<()> {
+    // SAFETY: the builder is created, filled with live C strings and handed to
+    // TF_RegisterOpDefinition, which takes it in every case.
+    unsafe {
+        let builder = ext::TF_NewOpDefinitionBuilder(spec.name.as_ptr());
+        for input in spec.inputs {
+            ext::TF_OpDefinitionBuilderAddInput(builder, input.as_ptr());
+        }
+        for output in spec.outputs {
+            ext::TF_OpDefinitionBuilderAddOutput(builder, output.as_ptr());
+        }
+        for attr in spec.attrs {
+            ext::TF_OpDefinitionBuilderAddAttr(builder, attr.as_ptr());
+        }
+        ext::TF_OpDefinitionBuilderSetShapeInferenceFunction(builder, Some(unknown_shapes));
+        ext::TF_RegisterOpDefinition(builder, status.raw());
+    }
+    status.check()
+}
+
+unsafe extern "C" fn unknown_shapes(
+    ctx: *mut ext::TF_ShapeInferenceContext,
+    status: *mut sys::TF_Status,
+) {
+    // SAFETY: TF passes a live context and status for the duration of the call.
+    unsafe { ext::TF_ShapeInferenceContextSetUnknownShape(ctx, status) };
+}
+
+/// A CPU kernel: made once per node from its attrs, then computed on each call, possibly from
+/// several threads at once.
+pub trait CpuKernel: Sized + Sync + 'static {
+    /// The op it implements, and the name it is registered under.
+    const OP: &'static CStr;
+    fn new(attrs: &KernelAttrs) -> Result<Self>;
+    fn compute(&self, ctx: &KernelContext) -> Result<()>;
+}
+
+/// Registers `K` as the CPU kernel of `K::OP`.
+pub fn register_cpu_kernel<K: CpuKernel>(status: &Status) -> Result<()> {
+    // SAFETY: the callbacks match the C signatures; TF_RegisterKernelBuilder takes the builder.
+    unsafe {
+        let builder = ext::TF_NewKernelBuilder(
+            K::OP.as_ptr(),
+            c"CPU".as_ptr(),
+            Some(create::<K>),
+            Some(compute::<K>),
+            Some(delete::<K>),
+        );
+        ext::TF_RegisterKernelBuilder(K::OP.as_ptr(), builder, status.raw());
+    }
+    status.check()
+}
+
+/// The attrs of the node a kernel is made for.
+pub struct KernelAttrs(*mut ext::TF_OpKernelConstruction);
+
+impl KernelAttrs {
+    /// An int list attr that must hold exactly `N` values.
+    pub fn ints<const N: usize>(&self, name: &CStr) -> Result<[i64; N]> {
+        let status = Status::new();
+        let (mut len, mut total) = (0i32, 0i32);
+        let mut values = [0i64; N];
+        // SAFETY: the construction context is live during `create`; the out-pointers are valid
+        // and `values` holds N slots, the most TF writes.
+        unsafe {
+            ext::TF_OpKernelConstruction_GetAttrSize(
+                self.0,
+                name.as_ptr(),
+                &mut len,
+                &mut total,
+                status.raw(),
+            );
+            status.check()?;
+            if len as usize != N {
+                return Err(Error::Range(format!(
+                    "attr {} must hold {N} values, not {len}",
+                    name.to_string_lossy()
+                )));
+            }
+            ext::TF_OpKernelConstruction_GetAttrInt64List(
+                self.0,
+                name.as_ptr(),
+                values.as_mut_ptr(),
+                N as c_int,
+                status.raw(),
+            );
+        }
+        status.check()?;
+        Ok(values)
+    }
+}
+
+/// One call of a kernel: its inputs, and room for its outputs.
+pub struct KernelContext(*mut ext::TF_OpKernelContext);
+
+impl KernelContext {
+    pub fn input(&self, index: usize) -> Result<Tensor> {
+        let status = Status::new();
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: the kernel context is live during `compute`; TF hands over one reference.
+        unsafe { ext::TF_GetInput(self.0, index as c_int, &mut raw, status.raw()) };
+        status.check()?;
+        Tensor::adopt(raw).ok_or_else(|| Error::Invalid(format!("input {index} is missing")))
+    }
+
+    /// Float32 output `index`, allocated by TF with `dims` (checked to fit `usize` bytes).
+    pub fn allocate_f32_output(&self, index: usize, dims: &[i64]) -> Result<Tensor> {
+        let dtype = DType::from_name("float32")
+            .ok_or_else(|| Error::Invalid("float32 is not a known dtype".into()))?;
+        let size = dtype
+            .element_bytes()
+            .ok_or_else(|| Error::Invalid(format!("{} outputs are not supported", dtype.name)))?;
+        let len = dims
+            .iter()
+            .try_fold(size, |acc, &d| usize::try_from(d).ok()?.checked_mul(acc))
+            .ok_or_else(|| Error::Range(format!("output shape {dims:?} is too large")))?;
+        let status = Status::new();
+        // SAFETY: the kernel context is live during `compute`; dims outlives the call.
+        let raw = unsafe {
+            ext::TF_AllocateOutput(
+                self.0,
+                index as c_int,
+                dtype.tf,
+                dims.as_ptr(),
+                dims.len() as c_int,
+                len,
+                status.raw(),
+            )
+        };
+        status.check()?;
+        Tensor::adopt(raw).ok_or_else(|| Error::Invalid(format!("output {index} was not made")))
+    }
+}
+
+/// A kernel's error as the TF status a failed kernel reports.
+fn failure(err: &Error) -> Status {
+    let status = Status::new();
+    let code = match err {
+        Error::Tf { .. } | Error::Napi(_) => sys::TF_INTERNAL,
+        Error::Type(_) | Error::Range(_) | Error::Invalid(_) => sys::TF_INVALID_ARGUMENT,
+    };
+    status.set(code, err.message());
+    status
+}
+
+unsafe extern "C" fn create<K: CpuKernel>(ctx: *mut ext::TF_OpKernelConstruction) -> *mut c_void {
+    let made = catch_unwind(AssertUnwindSafe(|| K::new(&KernelAttrs(ctx)))).unwrap_or_else(|_| {
+        Err(Error::Invalid(
+            "the kernel panicked while being made".into(),
+        ))
+    });
+    match made {
+        Ok(kernel) => Box::into_raw(Box::new(kernel)).cast(),
+        Err(err) => {
+            // SAFETY: ctx is live during this call; TF copies the status. It then deletes the
+            // kernel (null) without computing it.
+            unsafe { ext::TF_OpKernelConstruction_Failure(ctx, failure(&err).raw()) };
+            std::ptr::null_mut()
+        }
+    }
+}
+
+unsafe extern "C" fn compute<K: CpuKernel>(kernel: *mut c_void, ctx: *mut ext::TF_OpKernelContext) {
+    // SAFETY: TF computes only kernels whose `create` succeeded, so `kernel` is a live K that
+    // `delete` has not freed; computing takes it by shared reference (K: Sync).
+    let kernel = unsafe { &*kernel.cast::<K>() };
+    let ran = catch_unwind(AssertUnwindSafe(|| kernel.compute(&KernelContext(ctx))))
+        .unwrap_or_else(|_| Err(Error::Invalid("the kernel panicked".into())));
+    if let Err(err) = ran {
+        // SAFETY: ctx is live during this call; TF copies the status.
+        unsafe { ext::TF_OpKernelContext_Failure(ctx, failure(&err).raw()) };
+    }
+}
+
+unsafe extern "C" fn delete<K: CpuKernel>(kernel: *mut c_void) {
+    if !kernel.is_null() {
+        // SAFETY: a non-null `kernel` is the Box made in `create`, freed once, here.
+        drop(unsafe { Box::from_raw(kernel.cast::<K>()) });
+    }
+}
