@@ -68,8 +68,7 @@ impl EnvState {
     }
 
     fn new(js: Js) -> Result<EnvState> {
-        // A failure leaves the added ops unregistered; JS then uses TF's own (see `kernels`).
-        let _ = crate::kernels::register();
+        crate::kernels::register();
         let status = Status::new();
         let context = Context::new(&status)?;
         Ok(EnvState {

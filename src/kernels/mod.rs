@@ -5,10 +5,10 @@
 mod single_channel_conv;
 mod single_channel_pool;
 
-use std::sync::OnceLock;
+use std::sync::Once;
 
 use crate::error::{Error, Result};
-use crate::tf::custom_op::{register_cpu_kernel, register_op};
+use crate::tf::custom_op;
 use crate::tf::status::Status;
 
 use single_channel_conv::SingleChannelConv2D;
@@ -141,19 +141,14 @@ impl Pads {
     }
 }
 
-/// Registers the ops and kernels; later calls return the first outcome. A failure leaves TF
-/// without the ops, and the JS kernels that would use them fall back to TF's own ops when TF
-/// reports them missing (`NOT_FOUND`), so it is no reason to refuse to start.
-pub fn register() -> std::result::Result<(), String> {
-    static OUTCOME: OnceLock<std::result::Result<(), String>> = OnceLock::new();
-    OUTCOME
-        .get_or_init(|| {
-            let status = Status::new();
-            register_op(&single_channel_conv::SPEC, &status)
-                .and_then(|()| register_cpu_kernel::<SingleChannelConv2D>(&status))
-                .and_then(|()| register_op(&single_channel_pool::SPEC, &status))
-                .and_then(|()| register_cpu_kernel::<SingleChannelMaxPool>(&status))
-                .map_err(|err| err.to_string())
-        })
-        .clone()
+/// Registers the ops and their kernels, once per process. A failure leaves TF without the
+/// ops, and the JS kernels that would use them fall back to TF's own ops when TF reports them
+/// missing (`NOT_FOUND`), so it is no reason to refuse to start.
+pub fn register() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let status = Status::new();
+        let _ = custom_op::register::<SingleChannelConv2D>(&status)
+            .and_then(|()| custom_op::register::<SingleChannelMaxPool>(&status));
+    });
 }

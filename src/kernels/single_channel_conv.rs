@@ -10,19 +10,17 @@ use super::{Extent, Images, Pads};
 use crate::error::{Error, Result};
 use crate::tf::custom_op::{CpuKernel, KernelAttrs, KernelContext, OpSpec};
 
-pub const SPEC: OpSpec = OpSpec {
-    name: c"TfjsNodeRs>SingleChannelConv2D",
-    inputs: &[c"input: float", c"filter: float"],
-    outputs: &[c"output: float"],
-    attrs: &[c"pads: list(int)"],
-};
-
 pub struct SingleChannelConv2D {
     pads: Pads,
 }
 
 impl CpuKernel for SingleChannelConv2D {
-    const OP: &'static std::ffi::CStr = SPEC.name;
+    const SPEC: OpSpec = OpSpec {
+        name: c"TfjsNodeRs>SingleChannelConv2D",
+        inputs: &[c"input: float", c"filter: float"],
+        outputs: &[c"output: float"],
+        attrs: &[c"pads: list(int)"],
+    };
 
     fn new(attrs: &KernelAttrs) -> Result<Self> {
         Ok(SingleChannelConv2D {

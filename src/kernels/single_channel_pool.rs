@@ -10,17 +10,6 @@ use super::{Extent, Images, Pads};
 use crate::error::{Error, Result};
 use crate::tf::custom_op::{CpuKernel, KernelAttrs, KernelContext, OpSpec};
 
-pub const SPEC: OpSpec = OpSpec {
-    name: c"TfjsNodeRs>SingleChannelMaxPool",
-    inputs: &[c"input: float"],
-    outputs: &[c"output: float"],
-    attrs: &[
-        c"ksize: list(int)",
-        c"strides: list(int)",
-        c"pads: list(int)",
-    ],
-};
-
 pub struct SingleChannelMaxPool {
     window: Extent,
     strides: Extent,
@@ -28,7 +17,16 @@ pub struct SingleChannelMaxPool {
 }
 
 impl CpuKernel for SingleChannelMaxPool {
-    const OP: &'static std::ffi::CStr = SPEC.name;
+    const SPEC: OpSpec = OpSpec {
+        name: c"TfjsNodeRs>SingleChannelMaxPool",
+        inputs: &[c"input: float"],
+        outputs: &[c"output: float"],
+        attrs: &[
+            c"ksize: list(int)",
+            c"strides: list(int)",
+            c"pads: list(int)",
+        ],
+    };
 
     fn new(attrs: &KernelAttrs) -> Result<Self> {
         let window = Extent::new(attrs.ints::<2>(c"ksize")?, "ksize")?;

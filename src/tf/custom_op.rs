@@ -21,11 +21,21 @@ pub struct OpSpec {
     pub attrs: &'static [&'static CStr],
 }
 
-/// Adds `spec` to TF's op registry. Graph construction, which needs a shape function, learns
-/// that the outputs' shapes are unknown; kernels work them out (deferred runs know them from
-/// the eager call).
-pub fn register_op(spec: &OpSpec, status: &Status) -> Result<()> {
-    // SAFETY: the builder is created, filled with live C strings and handed to
+/// A CPU kernel: made once per node from its attrs, then computed on each call, possibly from
+/// several threads at once.
+pub trait CpuKernel: Sized + Sync + 'static {
+    /// The op it implements; the kernel is registered under the op's name.
+    const SPEC: OpSpec;
+    fn new(attrs: &KernelAttrs) -> Result<Self>;
+    fn compute(&self, ctx: &KernelContext) -> Result<()>;
+}
+
+/// Adds `K`'s op to TF's op registry, and `K` as its CPU kernel. Graph construction, which
+/// needs a shape function, learns that the outputs' shapes are unknown; the kernel works them
+/// out (deferred runs know them from the eager call).
+pub fn register<K: CpuKernel>(status: &Status) -> Result<()> {
+    let spec = &K::SPEC;
+    // SAFETY: the op builder is created, filled with live C strings and handed to
     // TF_RegisterOpDefinition, which takes it in every case.
     unsafe {
         let builder = ext::TF_NewOpDefinitionBuilder(spec.name.as_ptr());
@@ -41,6 +51,18 @@ pub fn register_op(spec: &OpSpec, status: &Status) -> Result<()> {
         ext::TF_OpDefinitionBuilderSetShapeInferenceFunction(builder, Some(unknown_shapes));
         ext::TF_RegisterOpDefinition(builder, status.raw());
     }
+    status.check()?;
+    // SAFETY: the callbacks match the C signatures; TF_RegisterKernelBuilder takes the builder.
+    unsafe {
+        let builder = ext::TF_NewKernelBuilder(
+            spec.name.as_ptr(),
+            c"CPU".as_ptr(),
+            Some(create::<K>),
+            Some(compute::<K>),
+            Some(delete::<K>),
+        );
+        ext::TF_RegisterKernelBuilder(spec.name.as_ptr(), builder, status.raw());
+    }
     status.check()
 }
 
@@ -52,45 +74,24 @@ unsafe extern "C" fn unknown_shapes(
     unsafe { ext::TF_ShapeInferenceContextSetUnknownShape(ctx, status) };
 }
 
-/// A CPU kernel: made once per node from its attrs, then computed on each call, possibly from
-/// several threads at once.
-pub trait CpuKernel: Sized + Sync + 'static {
-    /// The op it implements, and the name it is registered under.
-    const OP: &'static CStr;
-    fn new(attrs: &KernelAttrs) -> Result<Self>;
-    fn compute(&self, ctx: &KernelContext) -> Result<()>;
-}
-
-/// Registers `K` as the CPU kernel of `K::OP`.
-pub fn register_cpu_kernel<K: CpuKernel>(status: &Status) -> Result<()> {
-    // SAFETY: the callbacks match the C signatures; TF_RegisterKernelBuilder takes the builder.
-    unsafe {
-        let builder = ext::TF_NewKernelBuilder(
-            K::OP.as_ptr(),
-            c"CPU".as_ptr(),
-            Some(create::<K>),
-            Some(compute::<K>),
-            Some(delete::<K>),
-        );
-        ext::TF_RegisterKernelBuilder(K::OP.as_ptr(), builder, status.raw());
-    }
-    status.check()
-}
-
 /// The attrs of the node a kernel is made for.
-pub struct KernelAttrs(*mut ext::TF_OpKernelConstruction);
+pub struct KernelAttrs {
+    raw: *mut ext::TF_OpKernelConstruction,
+    /// For every TF call of this construction, and its failure.
+    status: Status,
+}
 
 impl KernelAttrs {
     /// An int list attr that must hold exactly `N` values.
     pub fn ints<const N: usize>(&self, name: &CStr) -> Result<[i64; N]> {
-        let status = Status::new();
+        let status = &self.status;
         let (mut len, mut total) = (0i32, 0i32);
         let mut values = [0i64; N];
         // SAFETY: the construction context is live during `create`; the out-pointers are valid
         // and `values` holds N slots, the most TF writes.
         unsafe {
             ext::TF_OpKernelConstruction_GetAttrSize(
-                self.0,
+                self.raw,
                 name.as_ptr(),
                 &mut len,
                 &mut total,
@@ -104,7 +105,7 @@ impl KernelAttrs {
                 )));
             }
             ext::TF_OpKernelConstruction_GetAttrInt64List(
-                self.0,
+                self.raw,
                 name.as_ptr(),
                 values.as_mut_ptr(),
                 N as c_int,
@@ -117,15 +118,18 @@ impl KernelAttrs {
 }
 
 /// One call of a kernel: its inputs, and room for its outputs.
-pub struct KernelContext(*mut ext::TF_OpKernelContext);
+pub struct KernelContext {
+    raw: *mut ext::TF_OpKernelContext,
+    /// For every TF call of this call, and its failure.
+    status: Status,
+}
 
 impl KernelContext {
     pub fn input(&self, index: usize) -> Result<Tensor> {
-        let status = Status::new();
         let mut raw = std::ptr::null_mut();
         // SAFETY: the kernel context is live during `compute`; TF hands over one reference.
-        unsafe { ext::TF_GetInput(self.0, index as c_int, &mut raw, status.raw()) };
-        status.check()?;
+        unsafe { ext::TF_GetInput(self.raw, index as c_int, &mut raw, self.status.raw()) };
+        self.status.check()?;
         Tensor::adopt(raw).ok_or_else(|| Error::Invalid(format!("input {index} is missing")))
     }
 
@@ -140,37 +144,39 @@ impl KernelContext {
             .iter()
             .try_fold(size, |acc, &d| usize::try_from(d).ok()?.checked_mul(acc))
             .ok_or_else(|| Error::Range(format!("output shape {dims:?} is too large")))?;
-        let status = Status::new();
         // SAFETY: the kernel context is live during `compute`; dims outlives the call.
         let raw = unsafe {
             ext::TF_AllocateOutput(
-                self.0,
+                self.raw,
                 index as c_int,
                 dtype.tf,
                 dims.as_ptr(),
                 dims.len() as c_int,
                 len,
-                status.raw(),
+                self.status.raw(),
             )
         };
-        status.check()?;
+        self.status.check()?;
         Tensor::adopt(raw).ok_or_else(|| Error::Invalid(format!("output {index} was not made")))
     }
 }
 
-/// A kernel's error as the TF status a failed kernel reports.
-fn failure(err: &Error) -> Status {
-    let status = Status::new();
+/// Writes a kernel's error into `status`, as the TF status a failed kernel reports.
+fn fail(status: &Status, err: &Error) -> *mut sys::TF_Status {
     let code = match err {
         Error::Tf { .. } | Error::Napi(_) => sys::TF_INTERNAL,
         Error::Type(_) | Error::Range(_) | Error::Invalid(_) => sys::TF_INVALID_ARGUMENT,
     };
     status.set(code, err.message());
-    status
+    status.raw()
 }
 
 unsafe extern "C" fn create<K: CpuKernel>(ctx: *mut ext::TF_OpKernelConstruction) -> *mut c_void {
-    let made = catch_unwind(AssertUnwindSafe(|| K::new(&KernelAttrs(ctx)))).unwrap_or_else(|_| {
+    let attrs = KernelAttrs {
+        raw: ctx,
+        status: Status::new(),
+    };
+    let made = catch_unwind(AssertUnwindSafe(|| K::new(&attrs))).unwrap_or_else(|_| {
         Err(Error::Invalid(
             "the kernel panicked while being made".into(),
         ))
@@ -180,7 +186,7 @@ unsafe extern "C" fn create<K: CpuKernel>(ctx: *mut ext::TF_OpKernelConstruction
         Err(err) => {
             // SAFETY: ctx is live during this call; TF copies the status. It then deletes the
             // kernel (null) without computing it.
-            unsafe { ext::TF_OpKernelConstruction_Failure(ctx, failure(&err).raw()) };
+            unsafe { ext::TF_OpKernelConstruction_Failure(ctx, fail(&attrs.status, &err)) };
             std::ptr::null_mut()
         }
     }
@@ -190,11 +196,15 @@ unsafe extern "C" fn compute<K: CpuKernel>(kernel: *mut c_void, ctx: *mut ext::T
     // SAFETY: TF computes only kernels whose `create` succeeded, so `kernel` is a live K that
     // `delete` has not freed; computing takes it by shared reference (K: Sync).
     let kernel = unsafe { &*kernel.cast::<K>() };
-    let ran = catch_unwind(AssertUnwindSafe(|| kernel.compute(&KernelContext(ctx))))
+    let call = KernelContext {
+        raw: ctx,
+        status: Status::new(),
+    };
+    let ran = catch_unwind(AssertUnwindSafe(|| kernel.compute(&call)))
         .unwrap_or_else(|_| Err(Error::Invalid("the kernel panicked".into())));
     if let Err(err) = ran {
         // SAFETY: ctx is live during this call; TF copies the status.
-        unsafe { ext::TF_OpKernelContext_Failure(ctx, failure(&err).raw()) };
+        unsafe { ext::TF_OpKernelContext_Failure(ctx, fail(&call.status, &err)) };
     }
 }
 

@@ -71,6 +71,13 @@ extern "C" {
         status: *mut sys::TF_Status,
     );
 
+    pub fn TF_OpKernelConstruction_GetAttrSize(
+        ctx: *mut TF_OpKernelConstruction,
+        attr_name: *const c_char,
+        list_size: *mut i32,
+        total_size: *mut i32,
+        status: *mut sys::TF_Status,
+    );
     pub fn TF_OpKernelConstruction_GetAttrInt64List(
         ctx: *mut TF_OpKernelConstruction,
         attr_name: *const c_char,
@@ -99,14 +106,4 @@ extern "C" {
         status: *mut sys::TF_Status,
     ) -> *mut sys::TF_Tensor;
     pub fn TF_OpKernelContext_Failure(ctx: *mut TF_OpKernelContext, status: *mut sys::TF_Status);
-}
-
-extern "C" {
-    pub fn TF_OpKernelConstruction_GetAttrSize(
-        ctx: *mut TF_OpKernelConstruction,
-        attr_name: *const c_char,
-        list_size: *mut i32,
-        total_size: *mut i32,
-        status: *mut sys::TF_Status,
-    );
 }

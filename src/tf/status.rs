@@ -40,9 +40,7 @@ impl Status {
             })
         }
     }
-}
 
-impl Status {
     /// Sets the status to `code` with `message` (NULs dropped), as a failed TF call would.
     pub fn set(&self, code: sys::TF_Code, message: &str) {
         let message = std::ffi::CString::new(message.replace('\0', "")).unwrap_or_default();

@@ -41,6 +41,14 @@ function nonNegative(pads) {
   return pads.every(([a, b]) => a >= 0 && b >= 0);
 }
 
+/**
+ * Window positions along an axis of `size` padded by `before` and `after`: what this package's
+ * own kernels (src/kernels) produce, for checking it against tfjs's output shape.
+ */
+function windowedSize(size, before, after, window, stride) {
+  return Math.floor((size + before + after - window) / stride) + 1;
+}
+
 /** NHWC explicit_paddings attr value from spatial pads. */
 function explicitNHWC(pads) {
   const out = [0, 0];
@@ -54,4 +62,4 @@ function fullPads(pads) {
   return [[0, 0], ...pads, [0, 0]];
 }
 
-module.exports = {tfPadding, nonNegative, explicitNHWC, fullPads};
+module.exports = {tfPadding, nonNegative, windowedSize, explicitNHWC, fullPads};

@@ -9,7 +9,7 @@
 
 const tfc = require('@tensorflow/tfjs-core');
 const {A, withTemps, padOrCrop, reshape, runOwnOp} = require('./common');
-const {tfPadding, nonNegative, explicitNHWC, fullPads} = require('./padding');
+const {tfPadding, nonNegative, windowedSize, explicitNHWC, fullPads} = require('./padding');
 const {sizeOf} = require('../../backend/dtypes');
 
 function info2D(shape, attrs) {
@@ -78,15 +78,13 @@ function isTilingPool(info) {
  */
 function singleChannelMaxPool(b, x, info) {
   const p = info.padInfo;
-  const outSize = (size, before, after, window, stride) =>
-    Math.floor((size + before + after - window) / stride) + 1;
   const fits = info.inChannels === 1 && x.dtype === 'float32' && info.dilationHeight === 1 &&
       info.dilationWidth === 1 && nonNegative([[p.top, p.bottom], [p.left, p.right]]) &&
       Math.max(p.top, p.bottom) < info.filterHeight &&
       Math.max(p.left, p.right) < info.filterWidth &&
-      outSize(info.inHeight, p.top, p.bottom, info.filterHeight, info.strideHeight) ===
+      windowedSize(info.inHeight, p.top, p.bottom, info.filterHeight, info.strideHeight) ===
           info.outHeight &&
-      outSize(info.inWidth, p.left, p.right, info.filterWidth, info.strideWidth) ===
+      windowedSize(info.inWidth, p.left, p.right, info.filterWidth, info.strideWidth) ===
           info.outWidth;
   if (!fits) return null;
   const out = runOwnOp(b, 'TfjsNodeRs>SingleChannelMaxPool', {
