@@ -9,7 +9,10 @@ import * as binding from './binding';
 
 export * from '@tensorflow/tfjs';
 
-/** tfjs's versions, plus this package's under `'tfjs-node-rs'`. */
+/**
+ * tfjs's versions, the tfjs-node API this package matches under `'tfjs-node'`, and this
+ * package's own under `'tfjs-node-rs'`.
+ */
 export declare const version: {
   'tfjs-core': string;
   'tfjs-backend-cpu': string;
@@ -18,6 +21,7 @@ export declare const version: {
   'tfjs-layers': string;
   'tfjs-converter': string;
   tfjs: string;
+  'tfjs-node': string;
   'tfjs-node-rs': string;
 };
 
@@ -29,6 +33,10 @@ export interface TensorFlowBackend extends KernelBackend {
   /** The native binding it runs on (see binding.d.ts). */
   readonly binding: typeof binding;
   readonly isUsingGpuDevice: boolean;
+  /** Native tensors alive in this thread's TF context (for leak checks, as in tfjs-node). */
+  getNumOfTFTensors(): number;
+  /** Distinct SavedModel sessions loaded. */
+  getNumOfSavedModels(): number;
 }
 
 export declare namespace node {
@@ -52,6 +60,36 @@ export declare namespace node {
   /** Distinct SavedModel sessions loaded (models that share a session count once). */
   function getNumOfSavedModels(): number;
 
+  /**
+   * Exact int64 values (tfjs has no int64 dtype): a shape and a BigInt64Array. Feeds int64
+   * SavedModel inputs beyond int32, and holds int64 outputs under `{int64: 'bigint'}`.
+   */
+  class Int64Tensor {
+    readonly values: BigInt64Array;
+    readonly shape: number[];
+    readonly dtype: 'int64';
+    readonly size: number;
+    readonly rank: number;
+    dataSync(): BigInt64Array;
+    data(): Promise<BigInt64Array>;
+    dispose(): void;
+  }
+
+  /** An Int64Tensor of `values` with `shape` (default `[values.length]`). */
+  function int64Tensor(values: BigInt64Array|Array<bigint|number>, shape?: number[]): Int64Tensor;
+
+  /** A SavedModel input: a tensor, or an Int64Tensor for int64 inputs. */
+  type SavedModelInput = Tensor|Int64Tensor;
+
+  /** predict() / execute() options of a TFSavedModel. */
+  interface SavedModelRunConfig extends ModelPredictConfig {
+    /**
+     * How int64 outputs come back: 'int32' (default, as tfjs-node) gives int32 tensors and
+     * throws when a value does not fit int32; 'bigint' gives Int64Tensor.
+     */
+    int64?: 'int32'|'bigint';
+  }
+
   class TFSavedModel implements InferenceModel {
     /** The signature's inputs, in input-key order (names without a trailing `:0`). */
     readonly inputs: ModelTensorInfo[];
@@ -63,16 +101,23 @@ export declare namespace node {
      * Runs the signature. Inputs: a tensor (single-input signatures), an array in input-key
      * order, or a map by input key. Returns a tensor for a tensor input and one output, an
      * array (output-key order) for tensor/array inputs, a map by output key for a map input.
-     * Wrong input names, dtypes or shapes throw before TF runs.
+     * Wrong input names or dtypes throw before TF runs; shapes are TensorFlow's to check.
+     * With `{int64: 'bigint'}`, int64 outputs are Int64Tensor.
      */
     predict(inputs: Tensor|Tensor[]|NamedTensorMap, config?: ModelPredictConfig):
         Tensor|Tensor[]|NamedTensorMap;
+    predict(inputs: SavedModelInput|SavedModelInput[]|{[name: string]: SavedModelInput},
+            config: SavedModelRunConfig):
+        SavedModelInput|SavedModelInput[]|{[name: string]: SavedModelInput};
     /**
      * Runs the graph and fetches `outputs`: signature output keys or graph tensor names
-     * (`op:index`). A name gives a tensor, an array gives an array.
+     * (`op:index`). A name gives a tensor, an array gives an array. `config` as for predict().
      */
     execute(inputs: Tensor|Tensor[]|NamedTensorMap, outputs: string): Tensor;
     execute(inputs: Tensor|Tensor[]|NamedTensorMap, outputs: string[]): Tensor[];
+    execute(inputs: SavedModelInput|SavedModelInput[]|{[name: string]: SavedModelInput},
+            outputs: string|string[], config: SavedModelRunConfig):
+        SavedModelInput|SavedModelInput[];
     /** Frees the model; its session closes when no other model shares it. */
     dispose(): void;
   }

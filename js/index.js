@@ -4,16 +4,25 @@
 
 const tf = require('@tensorflow/tfjs');
 const {registerTensorflowBackend, BACKEND_NAME} = require('./backend');
-const {version} = require('../package.json');
+const {version: packageVersion} = require('../package.json');
 
 registerTensorflowBackend();
 tf.setBackend(BACKEND_NAME);
 
-tf.version['tfjs-node-rs'] = version;
+// Libraries built on tfjs detect Node.js by `version['tfjs-node']`: it names the tfjs-node API
+// this package matches, the tfjs release it re-exports.
+tf.version['tfjs-node'] = tf.version.tfjs;
+tf.version['tfjs-node-rs'] = packageVersion;
 
-const api = {};
-for (const key of Object.keys(tf)) api[key] = tf[key];
-api.version = tf.version;
-api.node = require('./node');
+const version = tf.version;
+const node = require('./node');
 
-module.exports = api;
+// Written as one object literal of a spread `require` and plain names because that is the
+// form Node's CommonJS export detection (cjs-module-lexer) reads: `import {tensor} from
+// 'tfjs-node-rs'` and `import * as tf` then see every tfjs name, `version` and `node`, on the
+// same module instance that `require` returns.
+module.exports = {
+  ...require('@tensorflow/tfjs'),
+  version,
+  node,
+};

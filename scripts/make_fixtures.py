@@ -6,6 +6,8 @@ Made by tools other than this project, so the tests check tfjs-node-rs against r
 - saved_model/keras_mlp      a Keras 3 model exported with `model.export()`
 - saved_model/multi_sig      a tf.Module with several signatures (float32, int32, bool)
 - saved_model/dtypes         a tf.Module over int64, string, uint8 and bool tensors
+- saved_model/edges          int64 values beyond int32 (in and out), and inputs whose
+                             signature shapes are stricter than what TF checks when run
   Each directory holds `expected.json`: the signatures as Python reads them, and for each
   signature the inputs fed and the outputs Python TensorFlow computed.
 - graph_model/               a frozen TF graph (tf.function, variables folded to constants)
@@ -372,6 +374,37 @@ def images(base):
         f.write("\n")
 
 
+def edges(base):
+    import tensorflow as tf
+
+    class Edges(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.int64, name="ids")])
+        def wide(self, ids):
+            return {"wide": ids * 2 + 10000000000, "narrow": ids + 1}
+
+        @tf.function(
+            input_signature=[
+                tf.TensorSpec([], tf.float32, name="x"),
+                tf.TensorSpec([1], tf.uint8, name="pixel"),
+            ]
+        )
+        def loose(self, x, pixel):
+            return {"doubled": x * 2.0, "pixel_plus": tf.cast(pixel, tf.int32) + 1}
+
+    module = Edges()
+    path = os.path.join(base, "edges")
+    fresh(path)
+    tf.saved_model.save(module, path, signatures={"serving_default": module.wide, "loose": module.loose})
+    record(
+        path,
+        [
+            ("serving_default", {"ids": np.array([1, 2, -3], np.int64)}),
+            ("serving_default", {"ids": np.array([10000000000, -5], np.int64)}),
+            ("loose", {"x": np.array(1.5, np.float32), "pixel": np.array([7], np.uint8)}),
+        ],
+    )
+
+
 def main():
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     which = set(sys.argv[1:]) or {"saved_model", "graph_model", "tfjs_node", "images"}
@@ -380,6 +413,7 @@ def main():
         keras_mlp(base)
         multi_sig(base)
         dtypes(base)
+        edges(base)
     if "graph_model" in which:
         graph_model(os.path.join(ROOT, "model_io"))
     if "tfjs_node" in which:

@@ -235,6 +235,32 @@ class TensorFlowBackend extends tfc.KernelBackend {
     };
   }
 
+  /** Native tensors alive in this thread's TF context (tfjs-node's leak-check counter). */
+  getNumOfTFTensors() {
+    return this.binding.stats().liveTensors;
+  }
+
+  // ---------------------------------------------------------------- SavedModel sessions
+
+  /** A session id for the SavedModel in `dir` tagged `tags` (shared by equal loads). */
+  loadSavedModel(dir, tags) {
+    return this.binding.loadSavedModel(dir, tags);
+  }
+
+  /** Runs session `id` on native input ids; returns the raw outputs `[{id, shape, dtype}]`. */
+  runSavedModel(id, inputIds, inputNames, outputNames) {
+    return this.binding.runSavedModel(id, inputIds, inputNames, outputNames);
+  }
+
+  deleteSavedModel(id) {
+    this.binding.deleteSavedModel(id);
+  }
+
+  /** Distinct SavedModel sessions loaded (models sharing a session count once). */
+  getNumOfSavedModels() {
+    return this.binding.getNumOfSavedModels();
+  }
+
   async time(f) {
     const start = process.hrtime.bigint();
     f();
@@ -317,9 +343,25 @@ class TensorFlowBackend extends tfc.KernelBackend {
       // Scalars (the constants layers make on every step) share one upload per value.
       rec.id = this.shareId(this.constant(rec.dtype, [], values[0]));
     } else {
-      rec.id = this.binding.createTensor(rec.shape, rec.dtype, values);
+      rec.id = this.createRaw(rec.shape, rec.dtype, values);
     }
     rec.values = null;
+  }
+
+  /**
+   * A native tensor of `data` (a typed array of `dtype`'s kind, or Uint8Array[] for strings):
+   * a fresh id with one owner. The one createTensor call of the package.
+   */
+  createRaw(shape, dtype, data) {
+    return this.binding.createTensor(shape, dtype, data);
+  }
+
+  /**
+   * The values of native tensor `id`: TF's own buffer when it can be shared, so copy what must
+   * outlive the id.
+   */
+  readRaw(id) {
+    return this.binding.tensorDataSync(id);
   }
 
   /** Counts one more owner of native tensor `id`; returns it. */
@@ -456,7 +498,7 @@ class TensorFlowBackend extends tfc.KernelBackend {
         const v = typeof values === 'string' ? values : values[i];
         arr.push(typeof v === 'string' ? Buffer.from(v, 'utf8') : v);
       }
-      return this.binding.createTensor(shape, dtype, arr);
+      return this.createRaw(shape, dtype, arr);
     }
     const n = dtype === 'complex64' ? 2 * size : size;
     const arr = this.binding.alloc(dtype, size);
@@ -466,7 +508,7 @@ class TensorFlowBackend extends tfc.KernelBackend {
       if (dtype === 'complex64' && typeof values === 'number') v = i % 2 ? 0 : values;
       arr[i] = big ? BigInt(v) : (dtype === 'bool' ? (v ? 1 : 0) : v);
     }
-    return this.binding.createTensor(shape, dtype, arr);
+    return this.createRaw(shape, dtype, arr);
   }
 
   /** Cached scalar constant. */

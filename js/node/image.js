@@ -4,14 +4,9 @@
 
 const tfc = require('@tensorflow/tfjs-core');
 const {A} = require('../kernels/families/common');
+const {tensorflowBackend} = require('./backend');
 
 const ImageType = Object.freeze({JPEG: 'jpeg', PNG: 'png', GIF: 'gif', BMP: 'BMP'});
-
-function backend() {
-  const b = tfc.findBackend('tensorflow');
-  if (b == null) throw new Error('tf.node: the tensorflow backend is not registered');
-  return b;
-}
 
 function checkContents(contents, fn) {
   if (!(contents instanceof Uint8Array)) {
@@ -32,7 +27,7 @@ function checkChannels(channels, allowed, fn) {
  * returns the raw output. TF's refusals become Errors that start with `what`.
  */
 function runOnInput(b, what, opName, attrs, shape, dtype, data) {
-  const input = b.binding.createTensor(shape, dtype, data);
+  const input = b.createRaw(shape, dtype, data);
   try {
     return b.exec(opName, attrs, [input], 1)[0];
   } catch (e) {
@@ -49,7 +44,7 @@ function runOnInput(b, what, opName, attrs, shape, dtype, data) {
  * refusals (truncated or non-image bytes) become Errors naming the decoder.
  */
 function runDecode(fn, opName, attrs, contents) {
-  const b = backend();
+  const b = tensorflowBackend(fn);
   let out = runOnInput(b, `${fn}: the image could not be decoded`, opName, attrs, [], 'string',
                        [contents]);
   if (out.dtype !== 'int32') out = b.castRaw(out, 'int32');
@@ -162,14 +157,14 @@ async function encodeImage(fn, opName, attrs, image, allowedChannels) {
   if (image.dtype === 'string' || image.dtype === 'complex64') {
     throw new TypeError(`${fn}: image must be a numeric tensor, got ${image.dtype}`);
   }
+  const b = tensorflowBackend(fn);
   const data = new Uint8Array(await image.data());
-  const b = backend();
   const out = runOnInput(b, `${fn}: the image could not be encoded`, opName, attrs, image.shape,
                          'uint8', data);
   try {
-    return Uint8Array.from(b.binding.tensorDataSync(out.id)[0]);
+    return Uint8Array.from(b.readRaw(out.id)[0]);
   } finally {
-    b.binding.deleteTensor(out.id);
+    b.free(out);
   }
 }
 

@@ -7,6 +7,7 @@
 const savedModel = require('./saved_model');
 const image = require('./image');
 const tensorboard = require('./tensorboard');
+const int64 = require('./int64');
 const {installIO} = require('./io');
 const {installProgressBar} = require('./progbar');
 
@@ -19,6 +20,8 @@ module.exports = {
   loadSavedModel: savedModel.loadSavedModel,
   getNumOfSavedModels: savedModel.getNumOfSavedModels,
   TFSavedModel: savedModel.TFSavedModel,
+  int64Tensor: int64.int64Tensor,
+  Int64Tensor: int64.Int64Tensor,
   // Images
   decodeImage: image.decodeImage,
   decodeJpeg: image.decodeJpeg,

@@ -1,12 +1,15 @@
 'use strict';
-// The progress bar `model.fit({verbose: 1})` shows (the default verbosity), as tfjs-node
-// does: per epoch a live bar with the batch's loss and metrics, then a summary line. It
-// writes to stderr and only when stderr is a terminal.
+// The progress shown by `model.fit({verbose: 1})` (the default verbosity), as tfjs-node shows
+// it: `Epoch N / M` before each epoch and a summary line after it (duration, time per step,
+// loss and metrics) go to stdout through console.log, terminal or not, so logs of CI jobs,
+// containers and `> log.txt` keep them; the live bar with the batch's loss and metrics goes
+// to stderr, and only when stderr is a terminal.
 
 const tfl = require('@tensorflow/tfjs-layers');
 
-/** Where the bar goes; tests swap the stream. */
+/** Where the lines and the bar go; tests swap them. */
 const progressBarHelper = {
+  log: (line) => console.log(line),
   stream: process.stderr,
 };
 
@@ -25,6 +28,7 @@ function getSuccinctNumberDisplay(x) {
   return places > MAX_NUM_DECIMAL_PLACES ? x.toExponential(BASE_NUM_DIGITS) : x.toFixed(places);
 }
 
+/** `key=value ` per metric, sorted, as tfjs-node writes them (each followed by a space). */
 function formatLogs(logs, maxLength) {
   let text = '';
   for (const key of Object.keys(logs || {}).sort()) {
@@ -32,7 +36,6 @@ function formatLogs(logs, maxLength) {
     const v = logs[key];
     text += `${key}=${typeof v === 'number' ? getSuccinctNumberDisplay(v) : v} `;
   }
-  text = text.trimEnd();
   if (maxLength != null && text.length > maxLength) {
     text = text.slice(0, Math.max(0, maxLength - 3)) + '...';
   }
@@ -58,39 +61,40 @@ function formatSeconds(s) {
 class ProgbarLogger extends tfl.Callback {
   constructor() {
     super();
-    this.stream = null;
+    this.bar = null;
   }
 
   async onTrainBegin() {
     const stream = progressBarHelper.stream;
-    this.stream = stream != null && stream.isTTY ? stream : null;
+    this.bar = stream != null && stream.isTTY ? stream : null;
     const {samples, batchSize, steps} = this.params || {};
     this.batchesPerEpoch = samples != null && batchSize ? Math.ceil(samples / batchSize) :
                            steps != null ? steps : 0;
   }
 
   async onEpochBegin(epoch) {
-    if (this.stream === null) return;
-    this.write(`Epoch ${epoch + 1} / ${this.params.epochs}\n`);
+    progressBarHelper.log(`Epoch ${epoch + 1} / ${this.params.epochs}`);
     this.epochStart = Date.now();
+    this.trainMillis = null;
     this.batchesDone = 0;
     this.lastRender = 0;
     this.barShown = false;
   }
 
   async onBatchEnd(batch, logs) {
-    if (this.stream === null) return;
-    logs = await resolveLogs(logs);
     this.batchesDone++;
-    const now = Date.now();
     const last = this.batchesDone === this.batchesPerEpoch;
+    // As tfjs-node: the time per step counts the training batches, not the validation after.
+    if (last) this.trainMillis = Date.now() - this.epochStart;
+    if (this.bar === null) return;
+    const now = Date.now();
     if (!last && now - this.lastRender < RENDER_THROTTLE_MS && this.barShown) return;
     this.lastRender = now;
-    this.render(logs, now);
+    this.render(await resolveLogs(logs), now);
   }
 
   render(logs, now) {
-    const columns = this.stream.columns || 80;
+    const columns = this.bar.columns || 80;
     const total = this.batchesPerEpoch;
     const done = this.batchesDone;
     const elapsed = (now - this.epochStart) / 1000;
@@ -106,23 +110,18 @@ class ProgbarLogger extends tfl.Callback {
       bar = '.'.repeat(barWidth);
     }
     const head = `eta=${formatSeconds(eta)} ${bar} ${counter} `;
-    const line = head + formatLogs(logs, Math.max(0, columns - head.length - 1));
-    this.write(`\r${line}\x1b[K`);
+    const line = head + formatLogs(logs, Math.max(0, columns - head.length - 1)).trimEnd();
+    this.bar.write(`\r${line}\x1b[K`);
     this.barShown = true;
   }
 
   async onEpochEnd(epoch, logs) {
-    if (this.stream === null) return;
     logs = await resolveLogs(logs);
-    const ms = Date.now() - this.epochStart;
+    const ms = this.trainMillis != null ? this.trainMillis : Date.now() - this.epochStart;
     const usPerStep = this.params.samples != null ? ms / this.params.samples * 1e3 :
                                                     ms / Math.max(1, this.batchesDone) * 1e3;
-    const clear = this.barShown ? '\r\x1b[K' : '';
-    this.write(`${clear}${ms.toFixed(0)}ms ${usPerStep.toFixed(0)}us/step - ${formatLogs(logs)}\n`);
-  }
-
-  write(text) {
-    this.stream.write(text);
+    if (this.barShown) this.bar.write('\r\x1b[K');
+    progressBarHelper.log(`${ms.toFixed(0)}ms ${usPerStep.toFixed(0)}us/step - ${formatLogs(logs)}`);
   }
 }
 

@@ -7,6 +7,8 @@ const fs = require('fs');
 const path = require('path');
 const tfc = require('@tensorflow/tfjs-core');
 const {Reader, ProtoError, WIRE_LEN, WIRE_VARINT} = require('./proto');
+const {tensorflowBackend} = require('./backend');
+const {Int64Tensor, firstBeyondInt32} = require('./int64');
 
 const SAVED_MODEL_FILE_NAME = 'saved_model.pb';
 const SAVED_MODEL_INIT_OP_KEY = '__saved_model_init_op';
@@ -22,7 +24,8 @@ const TF_DTYPE_NAMES = {
 
 /**
  * TF dtype -> [tfjs dtype of the tensors that feed or come out of it, binding dtype name].
- * As in tfjs-node, int64 and uint8 travel as int32 tensors in JS.
+ * As in tfjs-node, int64 and uint8 travel as int32 tensors in JS (int64 values beyond int32
+ * as Int64Tensor, see int64.js).
  */
 const DTYPE_MAP = {
   DT_FLOAT: ['float32', 'float32'],
@@ -34,22 +37,15 @@ const DTYPE_MAP = {
   DT_STRING: ['string', 'string'],
 };
 
-/** Binding result dtypes that tfjs lacks, and the tfjs dtype they become. */
-const OUTPUT_CAST = {int64: 'int32', uint8: 'int32', int8: 'int32', int16: 'int32',
-                     uint16: 'int32', uint32: 'int32', float64: 'float32', float16: 'float32',
-                     bfloat16: 'float32'};
+/**
+ * Binding result dtypes that tfjs lacks, and the tfjs dtype they become. Each of them fits its
+ * target exactly but for int64, which is checked value by value (readInt64Output).
+ */
+const OUTPUT_CAST = {uint8: 'int32', int8: 'int32', int16: 'int32', uint16: 'int32',
+                     float64: 'float32', float16: 'float32', bfloat16: 'float32'};
 
-function binding() {
-  return require('../backend/binding');
-}
-
-function backend() {
-  const b = tfc.findBackend('tensorflow');
-  if (b == null) {
-    throw new Error('tf.node: the tensorflow backend is not registered');
-  }
-  return b;
-}
+/** The tfjs dtypes an output may come back as. */
+const TFJS_DTYPES = new Set(['float32', 'int32', 'bool', 'complex64', 'string']);
 
 // ------------------------------------------------------------------ saved_model.pb
 
@@ -227,16 +223,22 @@ function getSignatureDefEntryFromMetaGraphInfo(metaGraphs, tags, signature) {
 
 // ------------------------------------------------------------------ running
 
-function shapeText(shape) {
-  return shape === undefined ? '<unknown rank>' :
-                               '[' + shape.map((d) => (d < 0 ? '?' : d)).join(',') + ']';
-}
-
+/**
+ * Checks what tfjs must know to feed signature input `key`: a tensor of the dtype that feeds
+ * its TF dtype (an Int64Tensor for int64 too). Shapes are left to TensorFlow, which accepts
+ * any shape its placeholders and kernels accept (signature shapes are stricter than that).
+ */
 function checkInput(t, key, info) {
+  const mapped = DTYPE_MAP[info.tfDtype];
+  if (t instanceof Int64Tensor) {
+    if (info.tfDtype !== 'DT_INT64') {
+      throw new Error(`SavedModel input '${key}' is ${info.tfDtype}, got an Int64Tensor`);
+    }
+    return;
+  }
   if (!(t instanceof tfc.Tensor)) {
     throw new TypeError(`SavedModel input '${key}' must be a tf.Tensor, got ${t === null ? 'null' : typeof t}`);
   }
-  const mapped = DTYPE_MAP[info.tfDtype];
   if (mapped === undefined) {
     throw new Error(`SavedModel input '${key}' has dtype ${info.tfDtype}, which tfjs cannot feed`);
   }
@@ -244,18 +246,11 @@ function checkInput(t, key, info) {
     throw new Error(`SavedModel input '${key}' must be a ${mapped[0]} tensor (${info.tfDtype}), ` +
                     `got ${t.dtype}`);
   }
-  if (info.shape !== undefined) {
-    const ok = info.shape.length === t.shape.length &&
-        info.shape.every((d, i) => d < 0 || d === t.shape[i]);
-    if (!ok) {
-      throw new Error(`SavedModel input '${key}' must have shape ${shapeText(info.shape)}, ` +
-                      `got [${t.shape.join(',')}]`);
-    }
-  }
 }
 
-/** The binding id feeding `info` from tensor `t`, and whether it is a temporary to delete. */
-function feedId(b, t, info) {
+/** The native id feeding `info` from `t`, and whether it is a temporary to free. */
+function feedId(b, t, key, info) {
+  if (t instanceof Int64Tensor) return {id: b.createRaw(t.shape, 'int64', t.values), temp: true};
   const bindingDtype = DTYPE_MAP[info.tfDtype][1];
   if (bindingDtype === t.dtype) return {id: b.idOf(t), temp: false};
   const values = t.dataSync();
@@ -264,39 +259,86 @@ function feedId(b, t, info) {
     data = new BigInt64Array(values.length);
     for (let i = 0; i < values.length; i++) data[i] = BigInt(values[i]);
   } else {
-    data = Uint8Array.from(values);
+    data = new Uint8Array(values.length);
+    for (let i = 0; i < values.length; i++) {
+      if (values[i] < 0 || values[i] > 255) {
+        throw new Error(`SavedModel input '${key}' is DT_UINT8, but holds ${values[i]} ` +
+                        `at index ${i}, outside [0, 255]`);
+      }
+      data[i] = values[i];
+    }
   }
-  return {id: b.binding.createTensor(t.shape, bindingDtype, data), temp: true};
+  return {id: b.createRaw(t.shape, bindingDtype, data), temp: true};
 }
 
-function wrapOutputs(b, outs) {
+/**
+ * Int64 output `out` (freed here) as an Int64Tensor (`int64: 'bigint'`), or as an int32 tensor
+ * when every value fits; a value beyond int32 is an error, never a truncated number.
+ */
+function readInt64Output(b, out, name, int64) {
+  let values;
+  try {
+    values = b.readRaw(out.id).slice();
+  } finally {
+    b.free(out);
+  }
+  if (int64 === 'bigint') return new Int64Tensor(values, out.shape);
+  const beyond = firstBeyondInt32(values);
+  if (beyond !== undefined) {
+    throw new Error(`SavedModel output '${name}' is int64 and holds ${beyond}, which int32 ` +
+                    "cannot hold: pass {int64: 'bigint'} to predict() or execute() to read " +
+                    'int64 outputs exactly, as tf.node.Int64Tensor (BigInt64Array values)');
+  }
+  return tfc.engine().makeTensor(Int32Array.from(values, Number), out.shape, 'int32', b);
+}
+
+/** The raw outputs `outs` (named `names`) as tfjs tensors (or Int64Tensors); frees them all. */
+function wrapOutputs(b, outs, names, int64) {
   const tensors = [];
   try {
     for (let i = 0; i < outs.length; i++) {
       let out = outs[i];
       outs[i] = null;
+      if (out.dtype === 'int64') {
+        tensors.push(readInt64Output(b, out, names[i], int64));
+        continue;
+      }
       const to = OUTPUT_CAST[out.dtype];
       if (to !== undefined) out = b.castRaw(out, to);
-      if (!['float32', 'int32', 'bool', 'complex64', 'string'].includes(out.dtype)) {
-        b.binding.deleteTensor(out.id);
-        throw new Error(`SavedModel output ${i} has dtype ${out.dtype}, which tfjs cannot hold`);
+      if (!TFJS_DTYPES.has(out.dtype)) {
+        b.free(out);
+        throw new Error(`SavedModel output '${names[i]}' has dtype ${out.dtype}, which tfjs ` +
+                        'cannot hold');
       }
-      const info = b.wrap(out);
-      tensors.push(tfc.engine().makeTensorFromTensorInfo(info, b));
+      tensors.push(tfc.engine().makeTensorFromTensorInfo(b.wrap(out), b));
     }
   } catch (e) {
     for (const t of tensors) t.dispose();
-    for (const out of outs) if (out != null) b.binding.deleteTensor(out.id);
+    for (const out of outs) if (out != null) b.free(out);
     throw e;
   }
   return tensors;
+}
+
+/** The `int64` option of predict() / execute(): 'int32' (the default) or 'bigint'. */
+function int64Option(config) {
+  const int64 = config != null && config.int64 !== undefined ? config.int64 : 'int32';
+  if (int64 !== 'int32' && int64 !== 'bigint') {
+    throw new Error(`SavedModel: the int64 option must be 'int32' or 'bigint', got ${int64}`);
+  }
+  return int64;
+}
+
+function isSingleInput(inputs) {
+  return inputs instanceof tfc.Tensor || inputs instanceof Int64Tensor;
 }
 
 let nextModelId = 0;
 
 /** A SavedModel signature loaded into a TF session. */
 class TFSavedModel {
-  constructor(sessionId, signature, dir, tags) {
+  constructor(backend, sessionId, signature, dir, tags) {
+    this.backend = backend;
     this.sessionId = sessionId;
     this.signature = signature;
     this.path = dir;
@@ -336,7 +378,7 @@ class TFSavedModel {
   dispose() {
     if (this.disposed) throw new Error('This SavedModel has already been deleted.');
     this.disposed = true;
-    binding().deleteSavedModel(this.sessionId);
+    this.backend.deleteSavedModel(this.sessionId);
   }
 
   /** [keys, tensors] of the signature inputs that `inputs` feed, in key order. */
@@ -344,7 +386,7 @@ class TFSavedModel {
     if (this.disposed) throw new Error('The TFSavedModel has already been deleted!');
     const keys = Object.keys(this.signature.inputs);
     let tensors;
-    if (inputs instanceof tfc.Tensor) {
+    if (isSingleInput(inputs)) {
       tensors = [inputs];
     } else if (Array.isArray(inputs)) {
       tensors = inputs;
@@ -357,7 +399,7 @@ class TFSavedModel {
       tensors = keys.map((k) => inputs[k]);
     } else {
       throw new TypeError('SavedModel inputs must be a tf.Tensor, an array of tf.Tensor or ' +
-                          'an object of named tf.Tensor');
+                          'an object of named tf.Tensor (or tf.node.Int64Tensor)');
     }
     if (tensors.length !== keys.length) {
       throw new Error(`The SavedModel signature has ${keys.length} input(s) (${keys.join()}), ` +
@@ -367,17 +409,19 @@ class TFSavedModel {
     return [keys, tensors];
   }
 
-  run(keys, tensors, outputNames) {
-    const b = backend();
+  /** Runs the session on `tensors` (for input `keys`); `names` label the outputs in errors. */
+  run(keys, tensors, outputNames, names, config) {
+    const int64 = int64Option(config);
+    const b = tensorflowBackend('TFSavedModel');
     const feeds = [];
     try {
       for (let i = 0; i < keys.length; i++) {
-        feeds.push(feedId(b, tensors[i], this.signature.inputs[keys[i]]));
+        feeds.push(feedId(b, tensors[i], keys[i], this.signature.inputs[keys[i]]));
       }
-      const outs = b.binding.runSavedModel(
+      const outs = b.runSavedModel(
           this.sessionId, feeds.map((f) => f.id),
           keys.map((k) => this.signature.inputs[k].name), outputNames);
-      return wrapOutputs(b, outs);
+      return wrapOutputs(b, outs, names, int64);
     } finally {
       for (const f of feeds) if (f.temp) b.free(f.id);
     }
@@ -386,13 +430,15 @@ class TFSavedModel {
   /**
    * Runs the signature. `inputs`: one tensor, an array in input-key order, or an object by
    * input key. Returns one tensor (a tensor input and one output), an array (in output-key
-   * order), or an object by output key (for an object input).
+   * order), or an object by output key (for an object input). `config.int64: 'bigint'`
+   * returns int64 outputs as Int64Tensor.
    */
   predict(inputs, config) {
     const [keys, tensors] = this.collectInputs(inputs);
     const outKeys = Object.keys(this.signature.outputs);
-    const result = this.run(keys, tensors, outKeys.map((k) => this.signature.outputs[k].name));
-    if (inputs instanceof tfc.Tensor) return result.length === 1 ? result[0] : result;
+    const result = this.run(keys, tensors, outKeys.map((k) => this.signature.outputs[k].name),
+                            outKeys, config);
+    if (isSingleInput(inputs)) return result.length === 1 ? result[0] : result;
     if (Array.isArray(inputs)) return result;
     const map = {};
     outKeys.forEach((k, i) => {
@@ -404,8 +450,9 @@ class TFSavedModel {
   /**
    * Runs the graph and returns the tensors named by `outputs`: signature output keys or graph
    * tensor names (`op:index`). One name gives one tensor; an array gives an array.
+   * `config` as for predict().
    */
-  execute(inputs, outputs) {
+  execute(inputs, outputs, config) {
     const single = typeof outputs === 'string';
     const names = single ? [outputs] : outputs;
     if (!Array.isArray(names) || names.length === 0 ||
@@ -417,7 +464,7 @@ class TFSavedModel {
       const info = this.signature.outputs[n];
       return info !== undefined ? info.name : n;
     });
-    const result = this.run(keys, tensors, graphNames);
+    const result = this.run(keys, tensors, graphNames, names, config);
     return single ? result[0] : result;
   }
 }
@@ -431,16 +478,16 @@ async function loadSavedModel(dir, tags = ['serve'], signature = 'serving_defaul
     throw new TypeError('tags must be an array of strings');
   }
   if (typeof signature !== 'string') throw new TypeError('signature must be a string');
-  backend();
+  const b = tensorflowBackend('loadSavedModel');
   const metaGraphs = await getMetaGraphsFromSavedModel(dir);
   const entry = getSignatureDefEntryFromMetaGraphInfo(metaGraphs, tags, signature);
-  const sessionId = binding().loadSavedModel(dir, tags);
-  return new TFSavedModel(sessionId, entry, dir, tags);
+  const sessionId = b.loadSavedModel(dir, tags);
+  return new TFSavedModel(b, sessionId, entry, dir, tags);
 }
 
 /** Distinct SavedModel sessions loaded (models sharing a session count once). */
 function getNumOfSavedModels() {
-  return binding().getNumOfSavedModels();
+  return tensorflowBackend('getNumOfSavedModels').getNumOfSavedModels();
 }
 
 module.exports = {

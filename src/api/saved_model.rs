@@ -15,7 +15,6 @@ use crate::js::{Js, Value};
 use crate::tf::dtype::DType;
 use crate::tf::handle::TensorHandle;
 use crate::tf::session::{Port, Session};
-use crate::tf::status::Status;
 
 /// Inputs and outputs beyond this are a caller's mistake.
 const MAX_TENSORS: u32 = 4096;
@@ -55,7 +54,9 @@ pub fn get_num_of_saved_models(env: Env) -> napi::Result<u32> {
 
 /// `runSavedModel(id, inputIds, inputNames, outputNames)` → `[{id, shape, dtype}]`. Names are
 /// graph tensors (`op:index`, or `op` for index 0). Each input is checked against the graph's
-/// dtype and static shape before TF sees it.
+/// dtype before TF sees it. Shapes are TF's to check: a session feeds a placeholder any shape
+/// (the static shape is a hint the Python client enforces, not the runtime), and tfjs-node
+/// programs rely on that.
 #[napi_derive::napi(js_name = "runSavedModel")]
 pub fn run_saved_model(
     env: Env,
@@ -102,7 +103,7 @@ pub fn run_saved_model(
                 return Err(Error::Invalid(format!("input '{name}' is given twice")));
             }
             let port = lookup(session, name, "input")?;
-            check_input(session, port, tensors[i], name, status)?;
+            check_input(session, port, tensors[i], name)?;
             feeds.push((port, tensors[i].resolve(status)?));
         }
         let fetches = out_names
@@ -183,13 +184,7 @@ fn dtype_label(code: i32) -> String {
     DType::from_tf_code(code).map_or_else(|| format!("TF dtype {code}"), |d| d.name.to_string())
 }
 
-fn check_input(
-    session: &Session,
-    port: Port<'_>,
-    handle: &TensorHandle,
-    name: &str,
-    status: &Status,
-) -> Result<()> {
+fn check_input(session: &Session, port: Port<'_>, handle: &TensorHandle, name: &str) -> Result<()> {
     let want = session.port_dtype(port);
     let got = match handle.dtype() {
         Ok(d) => d.tf as i32,
@@ -201,22 +196,6 @@ fn check_input(
             dtype_label(want),
             dtype_label(got)
         )));
-    }
-    let mut dims = Vec::new();
-    handle.dims_into(&mut dims, status)?;
-    if let Some(expected) = session.port_shape(port, status)? {
-        let fits = expected.len() == dims.len()
-            && expected.iter().zip(&dims).all(|(&e, &d)| e < 0 || e == d);
-        if !fits {
-            let shown: Vec<String> = expected
-                .iter()
-                .map(|&e| if e < 0 { "?".into() } else { e.to_string() })
-                .collect();
-            return Err(Error::Range(format!(
-                "input '{name}' must have shape [{}], got {dims:?}",
-                shown.join(",")
-            )));
-        }
     }
     Ok(())
 }

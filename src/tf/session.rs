@@ -153,29 +153,6 @@ impl Session {
         unsafe { TF_OperationOutputTypeCode(port.output) }
     }
 
-    /// The port's static shape as the graph knows it: `None` for unknown rank, `-1` for unknown
-    /// dims.
-    pub fn port_shape(&self, port: Port<'_>, status: &Status) -> Result<Option<Vec<i64>>> {
-        // SAFETY: the graph and port are live; dims has room for the rank TF reported.
-        unsafe {
-            let rank = sys::TF_GraphGetTensorNumDims(self.graph.raw(), port.output, status.raw());
-            status.check()?;
-            if rank < 0 {
-                return Ok(None);
-            }
-            let mut dims = vec![0i64; rank as usize];
-            sys::TF_GraphGetTensorShape(
-                self.graph.raw(),
-                port.output,
-                dims.as_mut_ptr(),
-                rank,
-                status.raw(),
-            );
-            status.check()?;
-            Ok(Some(dims))
-        }
-    }
-
     /// Feeds `inputs` and fetches `outputs`, returning one tensor per output.
     pub fn run(
         &self,
