@@ -199,3 +199,75 @@ test('http: loadLayersModel / loadGraphModel from a local server, nodeHTTPReques
          graph.dispose();
        });
      });
+
+test('loads [model.pb, weights_manifest.json] (binary GraphDef) as a graph model', async () => {
+  const want = readJson('model_io', 'graph_model', 'expected.json');
+  const binary = fixture('model_io', 'graph_model_binary');
+  const handler = tf.io.fileSystem([path.join(binary, 'model.pb'),
+                                    path.join(binary, 'weights_manifest.json')]);
+  // The topology decodes to what model.json holds (protobuf's JSON form of the same GraphDef).
+  const artifacts = await handler.load();
+  assert.deepEqual(artifacts.modelTopology, readJson('model_io', 'graph_model', 'model.json').modelTopology);
+  const model = await tf.loadGraphModel(handler);
+  const x = tf.tensor(want.inputs.x.values, want.inputs.x.shape);
+  const y = model.predict(x);
+  assertClose(y.dataSync(), want.outputs.y.values);
+  tf.dispose([x, y]);
+  model.dispose();
+  // The same pair over file:// URLs; a .pb that is not a GraphDef is a clear error.
+  const viaUrl = await tf.loadGraphModel([`file://${binary}/model.pb`, `file://${binary}/weights_manifest.json`]);
+  viaUrl.dispose();
+  const bad = tmpDir();
+  fs.writeFileSync(path.join(bad, 'model.pb'), Buffer.from([0x0a, 0x7f, 1]));
+  fs.copyFileSync(path.join(binary, 'weights_manifest.json'), path.join(bad, 'weights_manifest.json'));
+  await assert.rejects(tf.io.fileSystem([path.join(bad, 'model.pb'), path.join(bad, 'weights_manifest.json')]).load(),
+                       /model.pb is not a binary TensorFlow GraphDef: length past the end/);
+});
+
+test('file:// weights are read only from the model folder (.., absolute paths, symlinks)', async () => {
+  const tmp = tmpDir();
+  const secret = path.join(tmp, 'secret.bin');
+  fs.writeFileSync(secret, Buffer.alloc(104, 1));
+  const modelJSON = JSON.parse(fs.readFileSync(path.join(LAYERS, 'model.json'), 'utf8'));
+  const dir = path.join(tmp, 'models', 'evil');
+  fs.mkdirSync(dir, {recursive: true});
+  const withPath = (p) => {
+    modelJSON.weightsManifest[0].paths = [p];
+    fs.writeFileSync(path.join(dir, 'model.json'), JSON.stringify(modelJSON));
+    return tf.loadLayersModel(`file://${dir}/model.json`);
+  };
+  await assert.rejects(withPath('../../secret.bin'),
+                       new RegExp(`weights path '../../secret.bin' in .*model.json resolves to ${secret}, outside the model's folder`));
+  await assert.rejects(withPath(secret), /outside the model's folder/);
+  await assert.rejects(withPath('../../../../../../../../etc/passwd'), /resolves to \/etc\/passwd, outside/);
+  fs.symlinkSync(secret, path.join(dir, 'link.bin'));
+  await assert.rejects(withPath('link.bin'), new RegExp(`resolves to ${secret}, outside`));
+  // Inside the folder (a subfolder, a symlink within it) is fine.
+  fs.mkdirSync(path.join(dir, 'shards'));
+  fs.copyFileSync(path.join(LAYERS, 'weights.bin'), path.join(dir, 'shards', 'w.bin'));
+  (await withPath('shards/../shards/w.bin')).dispose();
+  fs.symlinkSync(path.join(dir, 'shards', 'w.bin'), path.join(dir, 'inner-link.bin'));
+  (await withPath('inner-link.bin')).dispose();
+});
+
+test('http loading goes through tfjs platform fetch, which applications can replace', async () => {
+  const platform = tf.env().platform;
+  const original = platform.fetch;
+  const seen = [];
+  platform.fetch = async (url, init) => {
+    seen.push(String(url));
+    const file = path.join(fixture('model_io'), new URL(url).pathname);
+    return new Response(fs.readFileSync(file), {status: 200});
+  };
+  try {
+    for (const load of [(u) => tf.loadLayersModel(u), (u) => tf.loadLayersModel(tf.io.nodeHTTPRequest(u))]) {
+      seen.length = 0;
+      const model = await load('http://models.invalid/layers_tfjs_node/model.json');
+      assert.deepEqual(seen, ['http://models.invalid/layers_tfjs_node/model.json',
+                              'http://models.invalid/layers_tfjs_node/weights.bin']);
+      model.dispose();
+    }
+  } finally {
+    platform.fetch = original;
+  }
+});

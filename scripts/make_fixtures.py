@@ -13,6 +13,9 @@ Made by tools other than this project, so the tests check tfjs-node-rs against r
 - graph_model/               a frozen TF graph (tf.function, variables folded to constants)
   written in the tfjs graph-model format (model.json + weights.bin), with the output Python
   computed, as tensorflowjs_converter lays it out.
+- graph_model_binary/        the same graph as a binary GraphDef `model.pb` beside
+                             `weights_manifest.json` (the form tfjs-converter wrote before
+                             model.json), serialized by Python's protobuf from model.json.
 - layers_tfjs_node/          a LayersModel saved with `model.save('file://...')` by the real
   @tensorflow/tfjs-node 4.22 (when it is installed; set TFJS_NODE_PEER to its app directory),
   with the predictions tfjs-node computed.
@@ -274,6 +277,25 @@ def graph_model(base):
         fh.write("\n")
 
 
+def graph_model_binary(base):
+    """graph_model/ as `model.pb` (binary GraphDef) + `weights_manifest.json` + weights."""
+    from google.protobuf import json_format
+    from tensorflow.core.framework import graph_pb2
+
+    source = os.path.join(base, "graph_model")
+    with open(os.path.join(source, "model.json")) as fh:
+        model = json.load(fh)
+    graph_def = json_format.ParseDict(model["modelTopology"], graph_pb2.GraphDef())
+    path = os.path.join(base, "graph_model_binary")
+    fresh(path)
+    os.makedirs(path)
+    with open(os.path.join(path, "model.pb"), "wb") as fh:
+        fh.write(graph_def.SerializeToString())
+    with open(os.path.join(path, "weights_manifest.json"), "w") as fh:
+        json.dump(model["weightsManifest"], fh)
+    shutil.copy(os.path.join(source, "weights.bin"), path)
+
+
 TFJS_NODE_SCRIPT = r"""
 const tf = require('@tensorflow/tfjs-node');
 const fs = require('fs');
@@ -416,6 +438,7 @@ def main():
         edges(base)
     if "graph_model" in which:
         graph_model(os.path.join(ROOT, "model_io"))
+        graph_model_binary(os.path.join(ROOT, "model_io"))
     if "tfjs_node" in which:
         tfjs_node_layers(os.path.join(ROOT, "model_io"))
     if "images" in which:

@@ -1,10 +1,13 @@
 'use strict';
 // Model IO for Node: the `file://` handler (model.json + weights.bin, as tfjs-node writes
-// them) and `tf.io.nodeHTTPRequest` (tfjs's http handler over Node's fetch).
+// them; or a binary GraphDef + weights manifest) and `tf.io.nodeHTTPRequest` (tfjs's http
+// handler over tfjs's platform fetch).
 
 const fs = require('fs');
 const path = require('path');
 const tfc = require('@tensorflow/tfjs-core');
+const {decodeGraphDef} = require('./graph_def');
+const {ProtoError} = require('./proto');
 
 const URL_SCHEME = 'file://';
 const MODEL_JSON_FILENAME = 'model.json';
@@ -57,8 +60,32 @@ async function statOrNull(p) {
 }
 
 /**
+ * The file a weights manifest path names, read only from the model's own folder `dir`: a path
+ * that leaves it (`..`, absolute, or a symlink pointing out) is refused, so a model.json
+ * cannot make the loader read any other file as weights.
+ */
+async function weightsFileIn(dir, p, jsonPath) {
+  const refuse = (where, folder) => new Error(
+      `The weights path '${p}' in ${jsonPath} resolves to ${where}, outside the model's ` +
+      `folder ${folder}: weights are read only from the model's folder`);
+  const file = path.resolve(dir, p);
+  if (!isInside(dir, file)) throw refuse(file, dir);
+  // A file that does not exist is left to the read, which reports it.
+  const [realDir, real] = await Promise.all([
+    fs.promises.realpath(dir), fs.promises.realpath(file).catch(() => file)]);
+  if (!isInside(realDir, real)) throw refuse(real, realDir);
+  return real;
+}
+
+function isInside(dir, file) {
+  const rel = path.relative(dir, file);
+  return rel !== '' && !rel.startsWith('..' + path.sep) && rel !== '..' && !path.isAbsolute(rel);
+}
+
+/**
  * Saves to a directory (`model.json` + `weights.bin`) and loads from a `model.json` path (its
- * weights files beside it), or from `[model.json, weights.bin]`.
+ * weights files beside it), from `[model.json, weights file]`, or, as tfjs-node, from
+ * `[model.pb, weights_manifest.json]` (a binary GraphDef; weights beside the manifest).
  */
 class NodeFileSystem {
   constructor(p) {
@@ -113,13 +140,15 @@ class NodeFileSystem {
   }
 
   async load() {
-    const [jsonPath, weightsPath] = Array.isArray(this.path) ? this.path : [this.path, null];
-    const st = await statOrNull(jsonPath);
-    if (st === null) throw new Error(`Path ${jsonPath} does not exist: loading failed`);
-    if (!st.isFile()) {
-      throw new Error('The path to load from must be a file. Loading from a directory is not ' +
-                      `supported: ${jsonPath}`);
-    }
+    if (!Array.isArray(this.path)) return this.loadJSONModel(this.path, null);
+    const [first, second] = this.path;
+    const manifest = await readJSONIfManifest(second);
+    return manifest === null ? this.loadJSONModel(first, second) :
+                               this.loadBinaryModel(first, second, manifest);
+  }
+
+  async loadJSONModel(jsonPath, weightsPath) {
+    await checkFile(jsonPath);
     let modelJSON;
     try {
       modelJSON = JSON.parse(await fs.promises.readFile(jsonPath, 'utf8'));
@@ -133,13 +162,26 @@ class NodeFileSystem {
         modelJSON, (manifest) => this.loadWeights(manifest, jsonPath, weightsPath));
   }
 
+  async loadBinaryModel(graphPath, manifestPath, manifest) {
+    await checkFile(graphPath);
+    let modelTopology;
+    try {
+      modelTopology = decodeGraphDef(await fs.promises.readFile(graphPath));
+    } catch (e) {
+      if (!(e instanceof ProtoError)) throw e;
+      throw new Error(`${graphPath} is not a binary TensorFlow GraphDef: ${e.message}`);
+    }
+    const [weightSpecs, weightData] = await this.loadWeights(manifest, manifestPath, null);
+    return {modelTopology, weightSpecs, weightData, format: 'graph-model'};
+  }
+
   async loadWeights(manifest, jsonPath, weightsPath) {
     const dir = path.dirname(jsonPath);
     const buffers = [];
     const weightSpecs = [];
     for (const group of manifest) {
       for (const p of group.paths) {
-        const file = weightsPath != null ? weightsPath : path.join(dir, p);
+        const file = weightsPath != null ? weightsPath : await weightsFileIn(dir, p, jsonPath);
         const buf = await fs.promises.readFile(file).catch((e) => {
           throw new Error(`Failed to read the weights file ${file} named in ${jsonPath}: ` +
                           `${e.code === 'ENOENT' ? 'it does not exist' : e.message}`);
@@ -156,6 +198,33 @@ class NodeFileSystem {
     }
     return [weightSpecs, weightData];
   }
+}
+
+/** Throws unless `p` is an existing file. */
+async function checkFile(p) {
+  const st = await statOrNull(p);
+  if (st === null) throw new Error(`Path ${p} does not exist: loading failed`);
+  if (!st.isFile()) {
+    throw new Error('The path to load from must be a file. Loading from a directory is not ' +
+                    `supported: ${p}`);
+  }
+}
+
+/**
+ * The weights manifest in file `p` (a JSON array of `{paths, weights}` groups), or null when
+ * `p` holds something else (the weights of a `[model.json, weights]` pair).
+ */
+async function readJSONIfManifest(p) {
+  await checkFile(p);
+  let value;
+  try {
+    value = JSON.parse(await fs.promises.readFile(p, 'utf8'));
+  } catch {
+    return null;
+  }
+  const isManifest = Array.isArray(value) &&
+      value.every((g) => g != null && Array.isArray(g.paths) && Array.isArray(g.weights));
+  return isManifest ? value : null;
 }
 
 const DTYPE_BYTES = {float32: 4, int32: 4, bool: 1, uint8: 1, uint16: 2, float16: 2,
@@ -189,14 +258,13 @@ function nodeFileSystemRouter(url) {
 }
 
 /**
- * tfjs's HTTP handler with Node's fetch: loads a model from an http(s) URL, or saves one by
- * POSTing it there. `requestInit` goes to every fetch (headers, credentials).
+ * tfjs's HTTP handler: loads a model from an http(s) URL, or saves one by POSTing it there.
+ * `requestInit` goes to every fetch (headers, credentials). Requests go through tfjs's
+ * platform fetch (`tf.env().platform.fetch`, Node's fetch by default), which applications and
+ * tests may replace; weights resolve relative to the model URL, as in tfjs.
  */
 function nodeHTTPRequest(url, requestInit, weightPathPrefix) {
-  if (typeof fetch !== 'function') {
-    throw new Error('tf.io.nodeHTTPRequest needs a global fetch (Node.js 18 or later)');
-  }
-  return tfc.io.http(url, {requestInit, weightPathPrefix, fetchFunc: fetch});
+  return tfc.io.http(url, {requestInit, weightPathPrefix});
 }
 
 let installed = false;

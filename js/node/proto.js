@@ -1,6 +1,8 @@
 'use strict';
 // A minimal protobuf wire-format reader and writer: just what tf.node needs to read
-// `saved_model.pb` signatures and to write TensorBoard `Event` records.
+// `saved_model.pb` signatures and binary GraphDefs, and to write TensorBoard `Event` records.
+// (Written here rather than taken from a protobuf library: these few messages need a reader
+// of ~100 lines, where a library would bring generated code for all of TF's protos.)
 
 const WIRE_VARINT = 0;
 const WIRE_I64 = 1;
@@ -74,8 +76,27 @@ class Reader {
   }
 
   string() {
+    return Buffer.from(this.bytesField()).toString('utf8');
+  }
+
+  /** A length-delimited field's bytes (a view, not a copy). */
+  bytesField() {
     const r = this.sub();
-    return Buffer.from(r.bytes.buffer, r.bytes.byteOffset + r.pos, r.end - r.pos).toString('utf8');
+    return r.bytes.subarray(r.pos, r.end);
+  }
+
+  /** A little-endian float (wire type I32). */
+  float32() {
+    this.advance(4);
+    const b = this.bytes;
+    return new DataView(b.buffer, b.byteOffset + this.pos - 4, 4).getFloat32(0, true);
+  }
+
+  /** A little-endian double (wire type I64). */
+  float64() {
+    this.advance(8);
+    const b = this.bytes;
+    return new DataView(b.buffer, b.byteOffset + this.pos - 8, 8).getFloat64(0, true);
   }
 
   skip(wire) {
