@@ -191,7 +191,11 @@ test('missing libtensorflow: says so, where it was looked for, and how to fix it
       () => loadWith({
         root: inst.root,
         env: { LD_LIBRARY_PATH: '/opt/custom/lib' },
-        requireBinding: () => { throw napiLoaderError(notFound(`./${loader.ADDON_FILE}`), dlopen); },
+        // As napi's loader chains them: the addon's dlopen error, then its wasi fallbacks.
+        requireBinding: () => {
+          throw napiLoaderError(dlopen, notFound(loader.PLATFORM_PACKAGE), notFound('./tfjs-node-rs.wasi.cjs'),
+                                notFound('tfjs-node-rs-wasm32-wasi'));
+        },
       }),
       /libtensorflow is missing/,
       /libtensorflow_cc\.so\.2/,
@@ -205,6 +209,7 @@ test('missing libtensorflow: says so, where it was looked for, and how to fix it
     assert.ok(err.message.includes(path.join(inst.root, 'deps', 'lib')), err.message);
     assert.ok(err.message.includes('/opt/custom/lib'), err.message);
     assert.match(err.message, /\(absent\)/);
+    assert.doesNotMatch(err.message, /wasi|Cannot find native binding|Cannot find module|Require stack/);
     assert.ok(err.cause, 'the original error is kept as the cause');
   } finally {
     inst.cleanup();

@@ -203,12 +203,21 @@ function indent(lines) {
   return lines.map((l) => `  ${l}`).join('\n');
 }
 
+/**
+ * Loader messages that say nothing about this install: napi's summary line, and its attempts
+ * at the WebAssembly (wasi) builds, which this package never ships.
+ */
+const LOADER_NOISE = /^Cannot find native binding|^Cannot find module '[^']*wasi[^']*'/;
+
 /** Turns an error from require('binding.js') into one clear Error. */
 function explainLoadError(err, { root = ROOT, env = process.env, resolve = require.resolve, fsImpl = fs, readFile = fs.readFileSync } = {}) {
   const all = messages(err);
   const text = all.join('\n');
   const candidates = addonCandidates({ root, resolve, fsImpl });
-  const details = `\nThe loader reported:\n${indent(all.filter((m) => !/^Cannot find native binding/.test(m)).slice(0, 8))}`;
+  // One line per attempt (Node's "Require stack" continuation lines say nothing new).
+  const reported = all.map((m) => m.split('\n')[0]).filter((m) => !LOADER_NOISE.test(m));
+  const detailsOf = (lines) => `\nThe loader reported:\n${indent(lines.slice(0, 8))}`;
+  const details = detailsOf(reported);
 
   const missing = /(libtensorflow[\w.+-]*\.so[\w.]*): cannot open shared object file/.exec(text);
   if (missing) {
@@ -225,7 +234,7 @@ function explainLoadError(err, { root = ROOT, env = process.env, resolve = requi
         `Python tensorflow ${TF_BUILT_AGAINST}) and run \`npm rebuild tfjs-node-rs\`. If npm skipped the ` +
         'install script (--ignore-scripts, or an allowScripts policy), allow it first with ' +
         '`npm install-scripts approve tfjs-node-rs` (npm versions with install-script approval).' +
-        details,
+        detailsOf(reported.filter((m) => /libtensorflow/.test(m))),
       err,
     );
   }
