@@ -31,7 +31,8 @@ const steps = [
     name: 'Rust unit tests (cargo test)',
     command: 'cargo',
     args: () => ['test', '--release', '--lib', '--quiet'],
-    when: () => process.argv.length <= 2 && isDevCheckout(root) && hasCargo(),
+    when: () => process.argv.length <= 2 && isDevCheckout(root) && hasCargo() &&
+        process.env.TFJS_NODE_RS_SKIP_CARGO_TESTS !== '1',
   },
   {
     name: 'unit tests (node --test)',
