@@ -262,3 +262,22 @@ test('encodeJpeg honours its options; the result decodes back to the image', asy
   await assert.rejects(tf.node.encodeJpeg(image, '', 90, false, false, true, 'mm'), /densityUnit/);
   tf.dispose([image, gray, grayBack]);
 });
+
+test('200k decodes in a synchronous loop keep RSS flat (each call builds fresh attrs)', () => {
+  const {spawnSync} = require('node:child_process');
+  const script = `
+    const tf = require(${JSON.stringify(require('path').resolve(__dirname, '..'))});
+    const bytes = require('fs').readFileSync(${JSON.stringify(fixture('images', 'gray.jpg'))});
+    const decode = (n) => { for (let i = 0; i < n; i++) tf.node.decodeJpeg(bytes).dispose(); };
+    decode(5000);
+    gc();
+    const before = process.memoryUsage().rss;
+    decode(200000);
+    gc();
+    console.log((process.memoryUsage().rss - before) / 1e6);`;
+  const run = spawnSync(process.execPath, ['--expose-gc', '-e', script], {encoding: 'utf8'});
+  assert.equal(run.status, 0, run.stderr);
+  const grownMB = Number(run.stdout.trim());
+  // tfjs-node stays under 1 MB; the op runner's per-array WeakMap grew this by 23-45 MB.
+  assert.ok(grownMB < 15, `RSS grew ${grownMB.toFixed(1)} MB over 200k decodes`);
+});

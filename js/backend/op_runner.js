@@ -17,8 +17,6 @@ class OpRunner {
     this.binding = binding;
     this.io = new Float64Array(IO_LENGTH);
     this.dtypeNames = binding.dtypeNames();
-    /** attrs array -> Map(op name -> prepared id), for callers that reuse attrs arrays. */
-    this.byAttrsObject = new WeakMap();
     /** `op|attrs` key -> prepared id. */
     this.byKey = new Map();
   }
@@ -44,14 +42,17 @@ class OpRunner {
     return outs;
   }
 
-  /** The prepared id for (opName, attrs), preparing it on first use; -1 when the cache is full. */
+  /**
+   * The prepared id for (opName, attrs), preparing it on first use; -1 when the cache is full.
+   * Kernels that reuse an attrs array find it on the array itself (PREPARED) without building
+   * the key. The hint lives on the array rather than in a WeakMap keyed by it: callers that
+   * build a fresh array per call would fill a WeakMap with entries V8 collects late (100k
+   * decodeJpeg calls grew RSS by ~30 MB that way), and an array's own property goes with it.
+   */
   prepared(opName, attrs) {
     const list = attrs == null ? EMPTY : attrs;
-    let byOp = this.byAttrsObject.get(list);
-    if (byOp !== undefined) {
-      const id = byOp.get(opName);
-      if (id !== undefined) return id;
-    }
+    const hint = list[PREPARED];
+    if (hint !== undefined && hint.runner === this && hint.op === opName) return hint.id;
     const key = opName + attrsKey(list);
     let id = this.byKey.get(key);
     if (id === undefined) {
@@ -59,16 +60,14 @@ class OpRunner {
       id = this.binding.prepareOp(opName, list);
       this.byKey.set(key, id);
     }
-    if (byOp === undefined) {
-      byOp = new Map();
-      this.byAttrsObject.set(list, byOp);
-    }
-    byOp.set(opName, id);
+    if (Object.isExtensible(list)) list[PREPARED] = {runner: this, op: opName, id};
     return id;
   }
 }
 
 const EMPTY = Object.freeze([]);
+/** Property of an attrs array: `{runner, op, id}` of the op it was last prepared for. */
+const PREPARED = Symbol('tfjs-node-rs prepared op');
 
 /** A string that differs whenever the attrs would set a different value. */
 function attrsKey(attrs) {
