@@ -7,6 +7,7 @@ async function main(): Promise<void> {
   const y = tf.matMul(x, x).add(tf.scalar(1));
   const values: Float32Array | Int32Array | Uint8Array = y.dataSync();
   const backendVersion: string = tf.version['tfjs-node-rs'];
+  const tfjsNodeVersion: string = tf.version['tfjs-node'];
   const model = tf.sequential({ layers: [tf.layers.dense({ units: 1, inputShape: [2] })] });
   model.compile({ optimizer: 'sgd', loss: 'meanSquaredError' });
   await model.fit(x, tf.ones([2, 1]), { epochs: 1, verbose: 0, callbacks: [tf.node.tensorBoard('/tmp/logs', { updateFreq: 'batch' })] });
@@ -18,6 +19,10 @@ async function main(): Promise<void> {
   const saved: tf.node.TFSavedModel = await tf.node.loadSavedModel('/tmp/saved', ['serve'], 'serving_default');
   const out = saved.predict(x) as tf.Tensor;
   const fetched: tf.Tensor[] = saved.execute({ x }, ['out:0']);
+  const ids: tf.node.Int64Tensor = tf.node.int64Tensor([10000000000n, 2], [2]);
+  const exact = saved.predict({ ids }, { int64: 'bigint' }) as { [name: string]: tf.node.SavedModelInput };
+  const wide: BigInt64Array = (exact.wide as tf.node.Int64Tensor).values;
+  const byName = saved.execute({ ids }, 'wide', { int64: 'bigint' });
   saved.dispose();
   const count: number = tf.node.getNumOfSavedModels();
 
@@ -35,6 +40,8 @@ async function main(): Promise<void> {
   const [info]: binding.TensorInfo[] = binding.executeOp('Neg', [{ name: 'T', type: 'type', value: 'float32' }], [id], 1);
   const read = binding.tensorDataSync(info.id);
   const stats: binding.Stats = binding.stats();
+  const nativeTensors: number = backend.getNumOfTFTensors() + backend.getNumOfSavedModels();
+  void [tfjsNodeVersion, wide, byName, nativeTensors];
   void [values, backendVersion, handler, http, metaGraphs, out, fetched, count, jpeg, gif, read, stats];
 }
 
