@@ -144,8 +144,12 @@ export interface Stats {
   graphRuns: number
 }
 
-/** The tensor's values: a typed array sharing TF's buffer, or `Uint8Array[]` for strings. */
-export declare function tensorDataSync(id: number): TypedArray | Uint8Array[]
+/**
+ * The tensor's values: a typed array (a view of TF's buffer when no other tensor can see it,
+ * else a copy; see `sharing::read_typed_array`), or `Uint8Array[]` for strings. `aliased`: the
+ * caller knows other owners of `id` (a read of it is then always a copy).
+ */
+export declare function tensorDataSync(id: number, aliased?: boolean): TypedArray | Uint8Array[]
 
 /** The version of the TensorFlow C library the addon runs on. */
 export declare function tfVersion(): string

@@ -1,8 +1,10 @@
 //! External ArrayBuffers: JS views over native memory, freed by their finalizer. This is how
 //! aligned allocations and TF's own buffers reach JS without a copy.
 
+use std::cell::RefCell;
 use std::ffi::c_void;
 use std::ptr;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use napi::sys;
@@ -32,16 +34,69 @@ pub fn from_aligned(js: Js, buf: AlignedBuf) -> Result<Value> {
     Ok(out)
 }
 
-/// An ArrayBuffer over a TF tensor's buffer; the tensor (one reference to the buffer) lives as
-/// long as the ArrayBuffer does. Unlike `from_aligned`, this allocates nothing, so V8 is not told
-/// of the memory: reporting the same TF buffer on every read made V8 collect on every large read.
-pub fn from_tensor(js: Js, tensor: Tensor) -> Result<Value> {
+/// A read's hold on a TF tensor (one reference to its buffer), shared by the ArrayBuffer over
+/// that buffer and the env's list of such views (`sharing::ReadViews`). Whichever learns first
+/// that the ArrayBuffer is gone releases the tensor: its finalizer, which Node runs only after
+/// the event loop turns, or the list, which can tell from a weak reference right after V8 has
+/// collected the ArrayBuffer.
+pub struct TensorHold {
+    tensor: RefCell<Option<Tensor>>,
+    bytes: usize,
+}
+
+impl TensorHold {
+    pub fn is_released(&self) -> bool {
+        self.tensor.borrow().is_none()
+    }
+
+    /// Lets the tensor go (once), and gives its bytes back to V8's count (see `from_tensor`).
+    /// Only once nothing in JS can reach the ArrayBuffer over it.
+    pub fn release(&self, env: sys::napi_env) {
+        let Some(tensor) = self.tensor.borrow_mut().take() else {
+            return;
+        };
+        // Dropping it may run a TF deallocator, which routes any JS release through the env's
+        // release queue.
+        drop(tensor);
+        VIEW_BYTES.fetch_sub(self.bytes, Ordering::Relaxed);
+        adjust_external_memory(env, self.bytes as i64);
+    }
+}
+
+/// Bytes of TF buffers that read views hold, process-wide.
+static VIEW_BYTES: AtomicUsize = AtomicUsize::new(0);
+
+pub fn view_bytes() -> usize {
+    VIEW_BYTES.load(Ordering::Relaxed)
+}
+
+/// An ArrayBuffer over a TF tensor's buffer, and the hold that keeps the tensor alive as long as
+/// the ArrayBuffer may be reached.
+///
+/// V8 counts every ArrayBuffer's bytes as external memory and collects the heap when that count
+/// grows fast: with a 40 MB view per read, every second read started a collection (1-11 ms in a
+/// process with a model and 300k objects, against 0.05 ms for the read). Collecting does not free
+/// TF's buffer any sooner (the finalizer waits for the event loop), and the bytes views hold are
+/// bounded by `sharing::ReadViews` instead, so the count is taken back just before V8 adds it,
+/// and given back on release.
+pub fn from_tensor(js: Js, tensor: Tensor) -> Result<(Value, Rc<TensorHold>)> {
     let (data, len) = tensor.bytes();
-    let owner = tensor.leak();
-    external(js, data, len, release_tensor, owner).inspect_err(|_| {
-        // SAFETY: N-API did not take the tensor, so it is still ours to release.
-        drop(unsafe { Tensor::from_leaked(owner) });
-    })
+    let hold = Rc::new(TensorHold {
+        tensor: RefCell::new(Some(tensor)),
+        bytes: len,
+    });
+    VIEW_BYTES.fetch_add(len, Ordering::Relaxed);
+    adjust_external_memory(js.raw_env(), -(len as i64));
+    let hint = Rc::into_raw(hold.clone()).cast_mut().cast();
+    match external(js, data, len, release_hold, hint) {
+        Ok(buffer) => Ok((buffer, hold)),
+        Err(err) => {
+            // SAFETY: N-API did not take the hint, so its count is still ours to drop.
+            drop(unsafe { Rc::from_raw(hint.cast::<TensorHold>()) });
+            hold.release(js.raw_env());
+            Err(err)
+        }
+    }
 }
 
 type Finalizer = unsafe extern "C" fn(sys::napi_env, *mut c_void, *mut c_void);
@@ -79,10 +134,10 @@ unsafe extern "C" fn free_aligned(env: sys::napi_env, data: *mut c_void, hint: *
     LIVE.fetch_sub(1, Ordering::Relaxed);
 }
 
-unsafe extern "C" fn release_tensor(_env: sys::napi_env, _data: *mut c_void, hint: *mut c_void) {
-    // SAFETY: hint is the tensor leaked in `from_tensor`; V8 finalizes once. Dropping it may run a
-    // TF deallocator, which routes any JS release through the env's release queue.
-    drop(unsafe { Tensor::from_leaked(hint) });
+unsafe extern "C" fn release_hold(env: sys::napi_env, _data: *mut c_void, hint: *mut c_void) {
+    // SAFETY: hint is the count of the hold taken in `from_tensor`; V8 finalizes once.
+    let hold = unsafe { Rc::from_raw(hint.cast::<TensorHold>()) };
+    hold.release(env);
     LIVE.fetch_sub(1, Ordering::Relaxed);
 }
 

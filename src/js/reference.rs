@@ -1,4 +1,5 @@
-//! Strong references that keep a JS value alive while TF reads its memory.
+//! References to JS values: strong ones keep a value alive while TF reads its memory; weak ones
+//! tell whether V8 has collected a value, without waiting for its finalizer.
 
 use std::ptr;
 
@@ -27,6 +28,35 @@ impl JsRef {
     pub fn delete(self, env: EnvToken) {
         // SAFETY: the caller is on the env's JS thread before teardown; the ref is deleted once.
         unsafe { sys::napi_delete_reference(env.0, self.0) };
+    }
+}
+
+/// A weak `napi_ref`: it does not keep its value alive, and reads as empty as soon as V8 has
+/// collected the value (during the collection, not when finalizers run later from the event
+/// loop). JS thread only.
+pub struct WeakRef(sys::napi_ref);
+
+impl WeakRef {
+    pub fn new(js: Js, value: Value) -> Result<WeakRef> {
+        let mut out = ptr::null_mut();
+        // SAFETY: the env and value are live; a count of 0 makes the reference weak.
+        let status = unsafe { sys::napi_create_reference(js.raw_env(), value, 0, &mut out) };
+        js.check(status)?;
+        Ok(WeakRef(out))
+    }
+
+    /// Whether the value is still alive.
+    pub fn is_alive(&self, js: Js) -> Result<bool> {
+        let mut value = ptr::null_mut();
+        // SAFETY: the reference belongs to this env and has not been deleted.
+        let status = unsafe { sys::napi_get_reference_value(js.raw_env(), self.0, &mut value) };
+        js.check(status)?;
+        Ok(!value.is_null())
+    }
+
+    pub fn delete(self, js: Js) {
+        // SAFETY: on the env's JS thread during a call; the ref is deleted once.
+        unsafe { sys::napi_delete_reference(js.raw_env(), self.0) };
     }
 }
 
