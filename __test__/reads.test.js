@@ -102,7 +102,7 @@ test('large reads share TF\'s buffer; small ones, and reads past the budget, are
   const held = [];
   before = binding.stats();
   const base = tf.ones([m]);
-  for (let i = 0; i < 24; i++) {
+  for (let i = 0; i < 40; i++) {  // 640 MB held, past the 512 MiB budget
     const t = tf.add(base, i);
     held.push(t.dataSync());
     t.dispose();

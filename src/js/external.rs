@@ -49,9 +49,8 @@ impl TensorHold {
         self.tensor.borrow().is_none()
     }
 
-    /// Lets the tensor go (once), and gives its bytes back to V8's count (see `from_tensor`).
-    /// Only once nothing in JS can reach the ArrayBuffer over it.
-    pub fn release(&self, env: sys::napi_env) {
+    /// Lets the tensor go (once), when nothing in JS can reach the ArrayBuffer over it.
+    pub fn release(&self) {
         let Some(tensor) = self.tensor.borrow_mut().take() else {
             return;
         };
@@ -59,7 +58,6 @@ impl TensorHold {
         // release queue.
         drop(tensor);
         VIEW_BYTES.fetch_sub(self.bytes, Ordering::Relaxed);
-        adjust_external_memory(env, self.bytes as i64);
     }
 }
 
@@ -71,14 +69,11 @@ pub fn view_bytes() -> usize {
 }
 
 /// An ArrayBuffer over a TF tensor's buffer, and the hold that keeps the tensor alive as long as
-/// the ArrayBuffer may be reached.
-///
-/// V8 counts every ArrayBuffer's bytes as external memory and collects the heap when that count
-/// grows fast: with a 40 MB view per read, every second read started a collection (1-11 ms in a
-/// process with a model and 300k objects, against 0.05 ms for the read). Collecting does not free
-/// TF's buffer any sooner (the finalizer waits for the event loop), and the bytes views hold are
-/// bounded by `sharing::ReadViews` instead, so the count is taken back just before V8 adds it,
-/// and given back on release.
+/// the ArrayBuffer may be reached. V8 counts the ArrayBuffer's bytes as external memory itself,
+/// which makes large reads collect the heap now and then (in a heap of 300k objects, every
+/// second 40 MB read took 5-10 ms). Taking that count back only moved the collections to the
+/// next allocations (measured: the same total over 14 reads), so the count stays V8's; this
+/// allocates nothing, so nothing more is reported.
 pub fn from_tensor(js: Js, tensor: Tensor) -> Result<(Value, Rc<TensorHold>)> {
     let (data, len) = tensor.bytes();
     let hold = Rc::new(TensorHold {
@@ -86,14 +81,13 @@ pub fn from_tensor(js: Js, tensor: Tensor) -> Result<(Value, Rc<TensorHold>)> {
         bytes: len,
     });
     VIEW_BYTES.fetch_add(len, Ordering::Relaxed);
-    adjust_external_memory(js.raw_env(), -(len as i64));
     let hint = Rc::into_raw(hold.clone()).cast_mut().cast();
     match external(js, data, len, release_hold, hint) {
         Ok(buffer) => Ok((buffer, hold)),
         Err(err) => {
             // SAFETY: N-API did not take the hint, so its count is still ours to drop.
             drop(unsafe { Rc::from_raw(hint.cast::<TensorHold>()) });
-            hold.release(js.raw_env());
+            hold.release();
             Err(err)
         }
     }
@@ -134,10 +128,10 @@ unsafe extern "C" fn free_aligned(env: sys::napi_env, data: *mut c_void, hint: *
     LIVE.fetch_sub(1, Ordering::Relaxed);
 }
 
-unsafe extern "C" fn release_hold(env: sys::napi_env, _data: *mut c_void, hint: *mut c_void) {
+unsafe extern "C" fn release_hold(_env: sys::napi_env, _data: *mut c_void, hint: *mut c_void) {
     // SAFETY: hint is the count of the hold taken in `from_tensor`; V8 finalizes once.
     let hold = unsafe { Rc::from_raw(hint.cast::<TensorHold>()) };
-    hold.release(env);
+    hold.release();
     LIVE.fetch_sub(1, Ordering::Relaxed);
 }
 
