@@ -128,9 +128,12 @@ export interface Stats {
   sharedCreates: number
   /** `createTensor` calls that copied (misaligned or empty data, strings). */
   copiedCreates: number
-  /** `tensorDataSync` calls that returned TF's own buffer. */
+  /** `tensorDataSync` calls that returned a view of TF's own buffer. */
   sharedReads: number
-  /** `tensorDataSync` calls that copied (strings). */
+  /**
+   * `tensorDataSync` calls that copied (strings, small reads, shared buffers, past the
+   * views' budget).
+   */
   copiedReads: number
   /** JS-memory releases queued by TF threads, not yet done on the JS thread. */
   pendingReleases: number
