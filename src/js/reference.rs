@@ -17,11 +17,8 @@ unsafe impl Send for JsRef {}
 
 impl JsRef {
     pub fn new(js: Js, value: Value) -> Result<JsRef> {
-        let mut out = ptr::null_mut();
-        // SAFETY: the env and value are live; a count of 1 makes the reference strong.
-        let status = unsafe { sys::napi_create_reference(js.raw_env(), value, 1, &mut out) };
-        js.check(status)?;
-        Ok(JsRef(out))
+        // A count of 1 makes the reference strong.
+        create(js, value, 1).map(JsRef)
     }
 
     /// Deletes the reference. Must run on the env's JS thread while the env is alive.
@@ -38,11 +35,8 @@ pub struct WeakRef(sys::napi_ref);
 
 impl WeakRef {
     pub fn new(js: Js, value: Value) -> Result<WeakRef> {
-        let mut out = ptr::null_mut();
-        // SAFETY: the env and value are live; a count of 0 makes the reference weak.
-        let status = unsafe { sys::napi_create_reference(js.raw_env(), value, 0, &mut out) };
-        js.check(status)?;
-        Ok(WeakRef(out))
+        // A count of 0 makes the reference weak.
+        create(js, value, 0).map(WeakRef)
     }
 
     /// Whether the value is still alive.
@@ -58,6 +52,14 @@ impl WeakRef {
         // SAFETY: on the env's JS thread during a call; the ref is deleted once.
         unsafe { sys::napi_delete_reference(js.raw_env(), self.0) };
     }
+}
+
+fn create(js: Js, value: Value, count: u32) -> Result<sys::napi_ref> {
+    let mut out = ptr::null_mut();
+    // SAFETY: the env and value are live; out is a valid out-pointer.
+    let status = unsafe { sys::napi_create_reference(js.raw_env(), value, count, &mut out) };
+    js.check(status)?;
+    Ok(out)
 }
 
 /// An env kept by objects that other threads reach (the release queue); only used, through
