@@ -130,9 +130,12 @@ export interface Stats {
   sharedCreates: number
   /** `createTensor` calls that copied (misaligned or empty data, strings). */
   copiedCreates: number
-  /** `tensorDataSync` calls that returned TF's own buffer. */
+  /** `tensorDataSync` calls that returned a view of TF's own buffer. */
   sharedReads: number
-  /** `tensorDataSync` calls that copied (strings). */
+  /**
+   * `tensorDataSync` calls that copied (strings, small reads, shared buffers, past the
+   * views' budget).
+   */
   copiedReads: number
   /** JS-memory releases queued by TF threads, not yet done on the JS thread. */
   pendingReleases: number
@@ -146,8 +149,12 @@ export interface Stats {
   graphRuns: number
 }
 
-/** The tensor's values: a typed array sharing TF's buffer, or `Uint8Array[]` for strings. */
-export declare function tensorDataSync(id: number): TypedArray | Uint8Array[]
+/**
+ * The tensor's values: a typed array (a view of TF's buffer when no other tensor can see it,
+ * else a copy; see `sharing::read_typed_array`), or `Uint8Array[]` for strings. `aliased`: the
+ * caller knows other owners of `id` (a read of it is then always a copy).
+ */
+export declare function tensorDataSync(id: number, aliased?: boolean): TypedArray | Uint8Array[]
 
 /** The version of the TensorFlow C library the addon runs on. */
 export declare function tfVersion(): string

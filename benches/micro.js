@@ -1,7 +1,7 @@
 'use strict';
 // The micro-benchmarks, run inside a worker process (benches/worker.js) on one backend's `tf`:
-// per-op overhead, creation up to the first op, readback, a round trip, and the RSS of a 400 MB
-// tensor (the last in a process of its own).
+// per-op overhead, creation up to the first op, readback (also in a realistic heap), a round trip,
+// and the RSS of a 400 MB tensor (the last in a process of its own).
 
 const {performance} = require('perf_hooks');
 
@@ -136,7 +136,48 @@ function micro(tf, task) {
       if (v !== expect) throw new Error(`round trip: got ${v}, want ${expect}`);
     })};
   }
+  res.readbackInHeap = readbackInHeap(tf, task);
   return res;
+}
+
+// Readback of a 1e7-element result in a process with a realistic heap (tfjs loaded, a model
+// built and run, 300k JS objects alive). Each rep computes `base + i`, reads it and disposes it,
+// timed whole, so that a collection the read causes counts wherever it lands; the same reps
+// reading one element of the result instead (run first, so that no large read precedes them)
+// give the cost without the full read. A read over TF's buffer is an ArrayBuffer V8 counts as
+// external memory; every second 40 MB read collected that heap (5-10 ms).
+function readbackInHeap(tf, task) {
+  const n = task.heapReadbackSize;
+  const model = tf.sequential({layers: [
+    tf.layers.dense({units: 256, inputShape: [512], activation: 'relu'}),
+    tf.layers.dense({units: 10}),
+  ]});
+  tf.tidy(() => model.predict(tf.ones([8, 512])).dataSync());
+  let heap = [];
+  for (let i = 0; i < 3e5; i++) heap.push({i, name: 'object ' + i, list: [i]});
+  const base = tf.fill([n], 1);
+  const rep = (read) => {
+    const ms = [];
+    for (let i = 0; i < task.heapReadbackReps + 1; i++) {
+      const t0 = now();
+      const y = tf.add(base, i);
+      const v = read(y);
+      y.dispose();
+      const dt = now() - t0;
+      if (v !== 1 + i) throw new Error('readback in a heap: value');
+      if (i > 0) ms.push(dt);  // the first rep is a warm-up
+    }
+    return ms;
+  };
+  const one = rep((y) => tf.tidy(() => tf.slice(y, [n - 1], [1]).dataSync()[0]));
+  const full = rep((y) => y.dataSync()[n - 1]);
+  base.dispose();
+  model.dispose();
+  const objects = heap.length;
+  heap = null;
+  const mean = (xs) => xs.reduce((a, x) => a + x, 0) / xs.length;
+  return {ms: median(full), min: Math.min(...full), meanMs: mean(full), oneMs: median(one),
+          oneMeanMs: mean(one), reps: full.length, size: n, objects};
 }
 
 // ---------------------------------------------------------------- rss

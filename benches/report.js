@@ -30,10 +30,12 @@ function derive(results) {
   const m = results.micro;
   if (m) {
     const val = (x, k = 'ms') => (x ? x[k] : null);
-    m.ratios = {perOp: {}, create: {}, readback: {}, roundTrip: {}};
+    m.ratios = {perOp: {}, create: {}, readback: {}, roundTrip: {}, readbackInHeap: {}};
     for (const p of peers) {
       m.ratios.perOp[p] = ratio(val(m.perOp[p], 'ns'), val(m.perOp[P], 'ns'));
       m.ratios.roundTrip[p] = ratio(val(m.roundTrip[p]), val(m.roundTrip[P]));
+      const inHeap = m.readbackInHeap || {};
+      m.ratios.readbackInHeap[p] = ratio(val(inHeap[p]), val(inHeap[P]));
     }
     for (const n of Object.keys(m.readback)) {
       m.ratios.readback[n] = {};
@@ -275,6 +277,21 @@ function microTables(results) {
       header: ['backend', '', 'ms', `peer / ${P}`],
       rows: backs.map((b) => [b, '', fmtMs(m.roundTrip[b] && m.roundTrip[b].ms),
                               b === P ? '' : fmtR(m.ratios.roundTrip[b])]),
+    });
+  }
+  if (m.readbackInHeap && Object.keys(m.readbackInHeap).length) {
+    const any = m.readbackInHeap[P] || Object.values(m.readbackInHeap)[0];
+    tables.push({
+      title: `add + dataSync + dispose of a ${fmtN(any.size)}-element tensor in a realistic heap ` +
+             `(a model built, ${fmtN(any.objects)} JS objects alive), against reading one ` +
+             'element of it (ms)',
+      header: ['backend', '', 'full read median', 'mean', '1-element median', 'mean',
+               `peer / ${P}`],
+      rows: backs.map((b) => {
+        const r = m.readbackInHeap[b];
+        return [b, '', fmtMs(r && r.ms), fmtMs(r && r.meanMs), fmtMs(r && r.oneMs),
+                fmtMs(r && r.oneMeanMs), b === P ? '' : fmtR(m.ratios.readbackInHeap[b])];
+      }),
     });
   }
   return tables;

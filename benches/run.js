@@ -213,10 +213,11 @@ function runModels(opts, backends, results) {
 function microTask(opts, backend) {
   return opts.quick ?
       {backend, kind: 'micro', perOpIterations: 5000, perOpRounds: 5, sizes: [1e3, 1e5, 1e6],
-       minReps: 3, maxReps: 50, elementBudget: 2e7, roundTripSize: 1e6} :
+       minReps: 3, maxReps: 50, elementBudget: 2e7, roundTripSize: 1e6,
+       heapReadbackSize: 1e7, heapReadbackReps: 9} :
       {backend, kind: 'micro', perOpIterations: 20000, perOpRounds: 7,
        sizes: [1e3, 1e5, 1e6, 1e7], minReps: 5, maxReps: 200, elementBudget: 6e7,
-       roundTripSize: 1e7};
+       roundTripSize: 1e7, heapReadbackSize: 1e7, heapReadbackReps: 21};
 }
 
 // Median over processes of each process's median (and the least of the minima).
@@ -260,7 +261,8 @@ function runMicro(opts, backends, results) {
       }
     }
   }
-  const micro = {perOp: {}, create: {}, readback: {}, roundTrip: {}, notes: []};
+  const micro = {perOp: {}, create: {}, readback: {}, roundTrip: {}, readbackInHeap: {},
+                 notes: []};
   for (const backend of backends) {
     const runs = perBackend[backend];
     if (!runs.length) continue;
@@ -279,6 +281,12 @@ function runMicro(opts, backends, results) {
     }
     micro.roundTrip[backend] = {size: runs[0].roundTrip.size,
                                 ...combineTimings(runs.map((r) => r.roundTrip), 'ms')};
+    micro.readbackInHeap[backend] = {size: runs[0].readbackInHeap.size,
+                                     objects: runs[0].readbackInHeap.objects,
+                                     oneMs: median(runs.map((r) => r.readbackInHeap.oneMs)),
+                                     meanMs: median(runs.map((r) => r.readbackInHeap.meanMs)),
+                                     oneMeanMs: median(runs.map((r) => r.readbackInHeap.oneMeanMs)),
+                                     ...combineTimings(runs.map((r) => r.readbackInHeap), 'ms')};
     if (runs[0].alignedNote) micro.notes.push(`${backend}: ${runs[0].alignedNote}`);
   }
   micro.cFloor = cFloor(opts.quick);

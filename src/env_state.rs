@@ -7,6 +7,7 @@ use crate::error::Result;
 use crate::js::{EnvData, Js};
 use crate::op_cache::OpCache;
 use crate::release::ReleaseQueue;
+use crate::sharing::ReadViews;
 use crate::tensor_table::TensorTable;
 use crate::tf::context::Context;
 use crate::tf::handle::TensorHandle;
@@ -44,6 +45,7 @@ pub struct EnvState {
     pub status: Status,
     pub releases: Arc<ReleaseQueue>,
     pub counters: Counters,
+    pub read_views: ReadViews,
 }
 
 impl EnvState {
@@ -82,6 +84,7 @@ impl EnvState {
             status,
             releases: ReleaseQueue::new(js)?,
             counters: Counters::default(),
+            read_views: ReadViews::new(js)?,
         })
     }
 }

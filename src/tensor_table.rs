@@ -16,10 +16,12 @@ pub struct TensorEntry {
 impl TensorEntry {
     /// The tensor, or an error for a deferred output (callers settle ids before they read them).
     pub fn handle(&self) -> Result<&TensorHandle> {
-        self.handle
-            .as_ref()
-            .ok_or_else(|| Error::Invalid("the tensor has not been computed yet".into()))
+        self.handle.as_ref().ok_or_else(not_computed)
     }
+}
+
+fn not_computed() -> Error {
+    Error::Invalid("the tensor has not been computed yet".into())
 }
 
 /// Ids count up from 1 and are never reused, so a stale id is an error rather than another
@@ -54,6 +56,12 @@ impl TensorTable {
         if let Some(entry) = self.entries.get_mut(&id) {
             entry.handle = Some(handle);
         }
+    }
+
+    /// Takes the tensor out of its entry, for the caller to `fill` it again.
+    pub fn take_handle(&mut self, id: u64) -> Result<TensorHandle> {
+        let entry = self.entries.get_mut(&id).ok_or_else(|| missing(id))?;
+        entry.handle.take().ok_or_else(not_computed)
     }
 
     pub fn contains(&self, id: u64) -> bool {

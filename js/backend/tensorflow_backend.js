@@ -179,14 +179,22 @@ class TensorFlowBackend extends tfc.KernelBackend {
 
   readSync(dataId) {
     const rec = this.record(dataId);
-    if (rec.values !== null) return rec.values;
-    if (rec.view === null) {
-      const view = this.binding.tensorDataSync(rec.id);
-      // A shared one-element tensor may be a cached constant that unrelated tensors use too:
-      // hand out a copy, so that writing into the result cannot change them.
-      rec.view = view.length === 1 && this.sharedIds.has(rec.id) ? view.slice() : view;
+    if (this.othersHold(dataId, rec)) {
+      // Another tensor holds the same data (a clone, a variable and the tensor it was set from,
+      // a lazy reshape, a shared constant): a fresh copy per read, so that writing into it
+      // cannot change the other one. The binding finds the sharers TF knows of itself.
+      return rec.values !== null ? rec.values.slice() : this.binding.tensorDataSync(rec.id, true);
     }
+    if (rec.values !== null) return rec.values;
+    if (rec.view === null) rec.view = this.binding.tensorDataSync(rec.id, false);
     return rec.view;
+  }
+
+  /** Whether tensors other than one hold `rec`'s data or its native tensor. */
+  othersHold(dataId, rec) {
+    if (rec.refCount > 1 || (rec.id >= 0 && this.sharedIds.has(rec.id))) return true;
+    const info = tfc.engine().state.tensorInfo.get(dataId);
+    return info !== undefined && info.refCount > 1;
   }
 
   async read(dataId) {

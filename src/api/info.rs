@@ -39,9 +39,10 @@ pub struct Stats {
     pub shared_creates: f64,
     /// `createTensor` calls that copied (misaligned or empty data, strings).
     pub copied_creates: f64,
-    /// `tensorDataSync` calls that returned TF's own buffer.
+    /// `tensorDataSync` calls that returned a view of TF's own buffer.
     pub shared_reads: f64,
-    /// `tensorDataSync` calls that copied (strings).
+    /// `tensorDataSync` calls that copied (strings, small reads, shared buffers, past the
+    /// views' budget).
     pub copied_reads: f64,
     /// JS-memory releases queued by TF threads, not yet done on the JS thread.
     pub pending_releases: u32,

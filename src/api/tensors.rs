@@ -133,25 +133,30 @@ pub fn alloc(env: Env, dtype: Unknown, length: Unknown) -> napi::Result<Unknown<
     })
 }
 
-/// The tensor's values: a typed array sharing TF's buffer, or `Uint8Array[]` for strings.
+/// The tensor's values: a typed array (a view of TF's buffer when no other tensor can see it,
+/// else a copy; see `sharing::read_typed_array`), or `Uint8Array[]` for strings. `aliased`: the
+/// caller knows other owners of `id` (a read of it is then always a copy).
 #[napi_derive::napi(
     js_name = "tensorDataSync",
-    ts_args_type = "id: number",
+    ts_args_type = "id: number, aliased?: boolean",
     ts_return_type = "TypedArray | Uint8Array[]"
 )]
-pub fn tensor_data_sync(env: Env, id: Unknown) -> napi::Result<Unknown<'static>> {
+pub fn tensor_data_sync(
+    env: Env,
+    id: Unknown,
+    aliased: Option<bool>,
+) -> napi::Result<Unknown<'static>> {
     js_call(&env, |js| {
         let state = EnvState::get(js)?;
         let id = args::tensor_id(js, id.raw(), "id")?;
         state.settle(id)?;
-        let handle = state.tensors.handle(id)?;
-        let dtype = readable_dtype(handle)?;
-        let tensor = handle.resolve(&state.status)?;
+        let dtype = readable_dtype(state.tensors.handle(id)?)?;
         let value = match dtype.layout {
             Layout::Numeric { array, .. } => {
-                sharing::typed_array_of_tensor(js, &mut state.counters, tensor, array)?
+                sharing::read_typed_array(js, state, id, array, aliased.unwrap_or(false))?
             }
             Layout::Strings => {
+                let tensor = state.tensors.handle(id)?.resolve(&state.status)?;
                 let items = tensor.string_items();
                 let out = js.array(items.len())?;
                 for (i, item) in items.iter().enumerate() {

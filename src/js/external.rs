@@ -1,8 +1,10 @@
 //! External ArrayBuffers: JS views over native memory, freed by their finalizer. This is how
 //! aligned allocations and TF's own buffers reach JS without a copy.
 
+use std::cell::RefCell;
 use std::ffi::c_void;
 use std::ptr;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use napi::sys;
@@ -32,16 +34,63 @@ pub fn from_aligned(js: Js, buf: AlignedBuf) -> Result<Value> {
     Ok(out)
 }
 
-/// An ArrayBuffer over a TF tensor's buffer; the tensor (one reference to the buffer) lives as
-/// long as the ArrayBuffer does. Unlike `from_aligned`, this allocates nothing, so V8 is not told
-/// of the memory: reporting the same TF buffer on every read made V8 collect on every large read.
-pub fn from_tensor(js: Js, tensor: Tensor) -> Result<Value> {
+/// A read's hold on a TF tensor (one reference to its buffer), shared by the ArrayBuffer over
+/// that buffer and the env's list of such views (`sharing::ReadViews`). Whichever learns first
+/// that the ArrayBuffer is gone releases the tensor: its finalizer, which Node runs only after
+/// the event loop turns, or the list, which can tell from a weak reference right after V8 has
+/// collected the ArrayBuffer.
+pub struct TensorHold {
+    tensor: RefCell<Option<Tensor>>,
+    bytes: usize,
+}
+
+impl TensorHold {
+    pub fn is_released(&self) -> bool {
+        self.tensor.borrow().is_none()
+    }
+
+    /// Lets the tensor go (once), when nothing in JS can reach the ArrayBuffer over it.
+    pub fn release(&self) {
+        let Some(tensor) = self.tensor.borrow_mut().take() else {
+            return;
+        };
+        // Dropping it may run a TF deallocator, which routes any JS release through the env's
+        // release queue.
+        drop(tensor);
+        VIEW_BYTES.fetch_sub(self.bytes, Ordering::Relaxed);
+    }
+}
+
+/// Bytes of TF buffers that read views hold, process-wide.
+static VIEW_BYTES: AtomicUsize = AtomicUsize::new(0);
+
+pub fn view_bytes() -> usize {
+    VIEW_BYTES.load(Ordering::Relaxed)
+}
+
+/// An ArrayBuffer over a TF tensor's buffer, and the hold that keeps the tensor alive as long as
+/// the ArrayBuffer may be reached. V8 counts the ArrayBuffer's bytes as external memory itself,
+/// which makes large reads collect the heap now and then (in a heap of 300k objects, every
+/// second 40 MB read took 5-10 ms). Taking that count back only moved the collections to the
+/// next allocations (measured: the same total over 14 reads), so the count stays V8's; this
+/// allocates nothing, so nothing more is reported.
+pub fn from_tensor(js: Js, tensor: Tensor) -> Result<(Value, Rc<TensorHold>)> {
     let (data, len) = tensor.bytes();
-    let owner = tensor.leak();
-    external(js, data, len, release_tensor, owner).inspect_err(|_| {
-        // SAFETY: N-API did not take the tensor, so it is still ours to release.
-        drop(unsafe { Tensor::from_leaked(owner) });
-    })
+    let hold = Rc::new(TensorHold {
+        tensor: RefCell::new(Some(tensor)),
+        bytes: len,
+    });
+    VIEW_BYTES.fetch_add(len, Ordering::Relaxed);
+    let hint = Rc::into_raw(hold.clone()).cast_mut().cast();
+    match external(js, data, len, release_hold, hint) {
+        Ok(buffer) => Ok((buffer, hold)),
+        Err(err) => {
+            // SAFETY: N-API did not take the hint, so its count is still ours to drop.
+            drop(unsafe { Rc::from_raw(hint.cast::<TensorHold>()) });
+            hold.release();
+            Err(err)
+        }
+    }
 }
 
 type Finalizer = unsafe extern "C" fn(sys::napi_env, *mut c_void, *mut c_void);
@@ -79,10 +128,10 @@ unsafe extern "C" fn free_aligned(env: sys::napi_env, data: *mut c_void, hint: *
     LIVE.fetch_sub(1, Ordering::Relaxed);
 }
 
-unsafe extern "C" fn release_tensor(_env: sys::napi_env, _data: *mut c_void, hint: *mut c_void) {
-    // SAFETY: hint is the tensor leaked in `from_tensor`; V8 finalizes once. Dropping it may run a
-    // TF deallocator, which routes any JS release through the env's release queue.
-    drop(unsafe { Tensor::from_leaked(hint) });
+unsafe extern "C" fn release_hold(_env: sys::napi_env, _data: *mut c_void, hint: *mut c_void) {
+    // SAFETY: hint is the count of the hold taken in `from_tensor`; V8 finalizes once.
+    let hold = unsafe { Rc::from_raw(hint.cast::<TensorHold>()) };
+    hold.release();
     LIVE.fetch_sub(1, Ordering::Relaxed);
 }
 

@@ -373,6 +373,13 @@ impl Js {
 
     /// A `Uint8Array` holding a copy of `bytes`.
     pub fn uint8_array_copy(self, bytes: &[u8]) -> Result<Value> {
+        let buffer = self.array_buffer_copy(bytes)?;
+        self.typed_array_value(ArrayKind::Uint8, bytes.len(), buffer)
+    }
+
+    /// An ArrayBuffer on V8's own memory holding a copy of `bytes`: V8 frees it when it is
+    /// collected, with no finalizer to wait for.
+    pub fn array_buffer_copy(self, bytes: &[u8]) -> Result<Value> {
         let mut data: *mut c_void = ptr::null_mut();
         let mut buffer = ptr::null_mut();
         napi_call!(
@@ -383,7 +390,13 @@ impl Js {
             // SAFETY: N-API just allocated bytes.len() writable bytes at data.
             unsafe { ptr::copy_nonoverlapping(bytes.as_ptr(), data.cast::<u8>(), bytes.len()) };
         }
-        self.typed_array_value(ArrayKind::Uint8, bytes.len(), buffer)
+        Ok(buffer)
+    }
+
+    pub fn global(self) -> Result<Value> {
+        let mut out = ptr::null_mut();
+        napi_call!(self, sys::napi_get_global(self.env, &mut out));
+        Ok(out)
     }
 
     /// An empty ArrayBuffer, for zero-length results (external buffers need real memory).

@@ -1,4 +1,5 @@
-//! Strong references that keep a JS value alive while TF reads its memory.
+//! References to JS values: strong ones keep a value alive while TF reads its memory; weak ones
+//! tell whether V8 has collected a value, without waiting for its finalizer.
 
 use std::ptr;
 
@@ -16,11 +17,8 @@ unsafe impl Send for JsRef {}
 
 impl JsRef {
     pub fn new(js: Js, value: Value) -> Result<JsRef> {
-        let mut out = ptr::null_mut();
-        // SAFETY: the env and value are live; a count of 1 makes the reference strong.
-        let status = unsafe { sys::napi_create_reference(js.raw_env(), value, 1, &mut out) };
-        js.check(status)?;
-        Ok(JsRef(out))
+        // A count of 1 makes the reference strong.
+        create(js, value, 1).map(JsRef)
     }
 
     /// Deletes the reference. Must run on the env's JS thread while the env is alive.
@@ -28,6 +26,40 @@ impl JsRef {
         // SAFETY: the caller is on the env's JS thread before teardown; the ref is deleted once.
         unsafe { sys::napi_delete_reference(env.0, self.0) };
     }
+}
+
+/// A weak `napi_ref`: it does not keep its value alive, and reads as empty as soon as V8 has
+/// collected the value (during the collection, not when finalizers run later from the event
+/// loop). JS thread only.
+pub struct WeakRef(sys::napi_ref);
+
+impl WeakRef {
+    pub fn new(js: Js, value: Value) -> Result<WeakRef> {
+        // A count of 0 makes the reference weak.
+        create(js, value, 0).map(WeakRef)
+    }
+
+    /// Whether the value is still alive.
+    pub fn is_alive(&self, js: Js) -> Result<bool> {
+        let mut value = ptr::null_mut();
+        // SAFETY: the reference belongs to this env and has not been deleted.
+        let status = unsafe { sys::napi_get_reference_value(js.raw_env(), self.0, &mut value) };
+        js.check(status)?;
+        Ok(!value.is_null())
+    }
+
+    pub fn delete(self, js: Js) {
+        // SAFETY: on the env's JS thread during a call; the ref is deleted once.
+        unsafe { sys::napi_delete_reference(js.raw_env(), self.0) };
+    }
+}
+
+fn create(js: Js, value: Value, count: u32) -> Result<sys::napi_ref> {
+    let mut out = ptr::null_mut();
+    // SAFETY: the env and value are live; out is a valid out-pointer.
+    let status = unsafe { sys::napi_create_reference(js.raw_env(), value, count, &mut out) };
+    js.check(status)?;
+    Ok(out)
 }
 
 /// An env kept by objects that other threads reach (the release queue); only used, through

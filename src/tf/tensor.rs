@@ -153,6 +153,24 @@ impl Tensor {
         }
     }
 
+    /// Whether this tensor holds the only reference to a buffer TF allocated: no other tensor,
+    /// handle or TF op output shares it (TF's own test before it moves a buffer).
+    pub fn is_sole_owner(&self) -> bool {
+        // SAFETY: the tensor is live; TF_TensorMaybeMove only reads the buffer's reference counts
+        // and returns the tensor itself or null, taking nothing.
+        !unsafe { sys::TF_TensorMaybeMove(self.raw()) }.is_null()
+    }
+
+    /// The buffer's bytes.
+    pub fn byte_slice(&self) -> &[u8] {
+        let (data, len) = self.bytes();
+        if len == 0 || data.is_null() {
+            return &[];
+        }
+        // SAFETY: TF's buffer holds len bytes at data for as long as the tensor (the borrow).
+        unsafe { std::slice::from_raw_parts(data, len) }
+    }
+
     pub fn dims(&self) -> Vec<i64> {
         // SAFETY: the tensor is live; the calls only read its shape, at valid indices.
         unsafe {
@@ -243,19 +261,6 @@ impl Tensor {
                 }
             })
             .collect()
-    }
-
-    /// Gives the tensor to a foreign owner (a JS ArrayBuffer finalizer); see `from_leaked`.
-    pub fn leak(self) -> *mut c_void {
-        let raw = self.raw();
-        std::mem::forget(self);
-        raw.cast()
-    }
-
-    /// # Safety
-    /// `raw` must come from `leak` and be passed back once.
-    pub unsafe fn from_leaked(raw: *mut c_void) -> Option<Tensor> {
-        Tensor::adopt(raw.cast())
     }
 }
 

@@ -38,6 +38,14 @@ function finish(b, out, nchw, temps) {
 
 /** tfjs's conv info of a forward 2-D conv, for the NHWC input `xx`. */
 function forwardInfo(xx, filter, attrs, nchw, depthwise) {
+  if (depthwise) {
+    // tfjs's cpu kernel refuses these; TF would run them.
+    const dilations = attrs.dilations == null ? [1, 1] : attrs.dilations;
+    tfc.util.assert(
+        tfc.backend_util.eitherStridesOrDilationsAreOne(attrs.strides, dilations),
+        () => 'Error in depthwiseConv2d: Either strides or dilations must be 1. ' +
+            `Got strides ${attrs.strides} and dilations '${dilations}'`);
+  }
   return tfc.backend_util.computeConv2DInfo(
       xx.shape, filter.shape, attrs.strides, attrs.dilations || 1,
       nchw ? padToNHWC(attrs.pad) : attrs.pad, attrs.dimRoundingMode, depthwise,
@@ -135,6 +143,14 @@ function Conv2D({inputs, attrs, backend: b}) {
  * (input_sizes, filter, out_backprop).
  */
 function backpropInput(b, opName, dy, filter, inShape, info, extraAttrs, temps) {
+  // A dy smaller than the forward output of inShape (conv2dTranspose with an outShape its
+  // input cannot produce) would come back zero-padded to inShape; TF and tfjs-node refuse it.
+  if (dy.shape[1] < info.outHeight || dy.shape[2] < info.outWidth) {
+    throw new Error(
+        `${opName}: the output shape [${inShape}] needs dy of spatial size ` +
+        `[${info.outHeight},${info.outWidth}] (its forward conv's output), got ` +
+        `[${dy.shape[1]},${dy.shape[2]}]`);
+  }
   // tfjs reads dy only within the forward output's size; a larger dy (which
   // tfjs accepts) is cropped to it.
   if (dy.shape[1] > info.outHeight || dy.shape[2] > info.outWidth) {

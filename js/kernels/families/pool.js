@@ -195,8 +195,17 @@ function identityOf(b, x) {
   return {dataId: x.dataId, shape: x.shape, dtype: x.dtype};
 }
 
-/** Runs `pool` unless the output is empty (a window larger than the input). */
+/**
+ * Runs `pool` unless the output is empty. A 2-D window larger than the (padded) input has a
+ * negative output size, which tfjs's cpu backend refuses; a 3-D one an empty output, as there.
+ */
 function pooled(b, x, info, pool) {
+  if (info.filterDepth === undefined && info.outShape.some((d) => d < 0)) {
+    throw new Error(
+        `Pool: the ${info.filterHeight}x${info.filterWidth} window does not fit the ` +
+        `${info.inHeight}x${info.inWidth} input with this padding (output shape ` +
+        `[${info.outShape}])`);
+  }
   const outShape = info.outShape.map(d => Math.max(0, d));
   if (sizeOf(outShape) === 0) {
     return b.makeTensorInfo(outShape, x.dtype, b.alloc(x.dtype, 0));
