@@ -16,33 +16,20 @@ const { spawnSync } = require('node:child_process');
 
 const pypi = require('../scripts/pypi.js');
 const { startIndex, JSON_TYPE } = require('./support/index_server.js');
+const { scratchDirs, quietLog } = require('./support/scratch.js');
 
 const { parseIni, parseProjectPage, projectUrl } = pypi._internal;
 const WHEEL = 'tensorflow_cpu-2.21.0-cp311-cp311-manylinux_2_27_x86_64.whl';
 const OTHER = 'tensorflow_cpu-2.21.0-cp311-cp311-win_amd64.whl';
 const DATA = crypto.randomBytes(3 * 1024 * 1024 + 17);
 
-const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'tfjs-node-rs-pypi-test-'));
-test.after(() => fs.rmSync(scratch, { recursive: true, force: true }));
-let counter = 0;
-function tempDir(label) {
-  const dir = path.join(scratch, `${label}-${++counter}`);
-  fs.mkdirSync(dir, { recursive: true });
-  return dir;
-}
-
-function quietLog() {
-  const lines = [];
-  const log = (m) => lines.push(m);
-  log.lines = lines;
-  return log;
-}
+const tempDir = scratchDirs('tfjs-node-rs-pypi-test-');
 
 const pick = (files) => files.find((f) => f.filename === WHEEL) || null;
 
 // Downloads WHEEL from the given index URL(s) into a new folder, with quick retries
 // and no pip.conf of this machine.
-function download(indexUrl, { env = {}, retries = 2, extra } = {}) {
+function download(indexUrl, { env = {}, retries = 2, extra, terminal = null } = {}) {
   const dir = tempDir('dl');
   const log = quietLog();
   const promise = pypi.downloadFromIndex({
@@ -61,6 +48,7 @@ function download(indexUrl, { env = {}, retries = 2, extra } = {}) {
     log,
     retries,
     retryDelayMs: 10,
+    terminal,
   });
   return { dir, log, promise };
 }
@@ -79,6 +67,19 @@ test('JSON simple API: the file is found, downloaded and checked', async () => {
     assert.deepEqual(leftIn(dir), [WHEEL]);
     const page = index.requests.find((r) => r.path === '/simple/tensorflow-cpu/');
     assert.match(page.headers.accept, new RegExp(`^${JSON_TYPE.replace(/[.+]/g, '\\$&')}`));
+  } finally {
+    await index.close();
+  }
+});
+
+test('progress on a terminal: percent, MB and speed on one redrawn line', async () => {
+  const index = await startIndex([{ filename: WHEEL, data: DATA }]);
+  try {
+    let drawn = '';
+    let closed = false;
+    await download(index.url, { terminal: { write: (s) => { drawn += s; }, close: () => { closed = true; } } }).promise;
+    assert.match(drawn, new RegExp(`\\rtfjs-node-rs: downloading ${WHEEL.replace(/\./g, '\\.')} 100% 3/3 MB, [\\d.]+ MB/s \\x1b\\[K\\n$`));
+    assert.ok(closed);
   } finally {
     await index.close();
   }

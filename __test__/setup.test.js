@@ -13,6 +13,7 @@ const { spawnSync } = require('node:child_process');
 
 const setup = require('../scripts/libtensorflow.js');
 const { build } = require('../scripts/build.js');
+const { scratchDirs, quietLog } = require('./support/scratch.js');
 
 const { listZip, extractZip, wheelTarget, checkPlatform, ZIP_CORRUPT } = setup._internal;
 const WHEEL_NAME = 'tensorflow_cpu-2.21.0-cp311-cp311-manylinux_2_27_x86_64.whl';
@@ -20,14 +21,7 @@ const PLATFORM = { platform: 'linux', arch: 'x64', glibc: '2.35' };
 const HAVE_PYTHON = spawnSync('python3', ['-c', 'import zipfile'], { stdio: 'ignore' }).status === 0;
 const needsPython = { skip: HAVE_PYTHON ? false : 'python3 (zipfile) is not available' };
 
-const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'tfjs-node-rs-setup-test-'));
-test.after(() => fs.rmSync(scratch, { recursive: true, force: true }));
-let counter = 0;
-function tempDir(label) {
-  const dir = path.join(scratch, `${label}-${++counter}`);
-  fs.mkdirSync(dir, { recursive: true });
-  return dir;
-}
+const tempDir = scratchDirs('tfjs-node-rs-setup-test-');
 
 // Writes a zip with Python's zipfile (an implementation independent of ours).
 // entries: [name, Buffer|string, 'stored'|'deflated'] ; names ending in / are folders.
@@ -247,13 +241,6 @@ test('checkPlatform: only Linux x64 with glibc >= 2.27', () => {
 
 // ---------------------------------------------------------------------------
 // ensureLibtensorflow
-
-function quietLog() {
-  const lines = [];
-  const log = (m) => lines.push(m);
-  log.lines = lines;
-  return log;
-}
 
 // Nothing listens on port 9 of 127.0.0.1: the index client fails at once (tests of
 // the index client itself are in pypi.test.js), and the real index is never asked.

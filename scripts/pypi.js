@@ -431,7 +431,7 @@ async function downloadAttempt(file, part, http_, progress) {
  * Downloads file ({ filename, url, sha256, size }) into dir, resuming a <name>.part
  * left there. Returns the final path. opts: { http, log, env, retries, retryDelayMs }.
  */
-async function downloadFile(file, dir, { http: http_, log, env = process.env, retries = 4, retryDelayMs = 1000 }) {
+async function downloadFile(file, dir, { http: http_, log, env = process.env, retries = 4, retryDelayMs = 1000, terminal = openTerminal(env) }) {
   const dest = path.join(dir, file.filename);
   const part = `${dest}.part`;
   if (file.size !== null && sizeOf(part) > file.size) fs.rmSync(part, { force: true });
@@ -439,7 +439,7 @@ async function downloadFile(file, dir, { http: http_, log, env = process.env, re
   log(`downloading ${file.filename} (${file.size ? `${Math.round(file.size / MB)} MB` : 'size unknown'}) from ${file.url.host}` +
     `${resumed ? `, resuming at ${Math.round(resumed / MB)} MB` : ''} ...`);
   const started = Date.now();
-  const progress = progressBar(`downloading ${file.filename}`, file.size, openTerminal(env));
+  const progress = progressBar(`downloading ${file.filename}`, file.size, terminal);
   let got = resumed;
   for (let attempt = 0; ; attempt++) {
     try {
@@ -523,10 +523,11 @@ async function listFiles(indexUrl, project, http_) {
  * Finds the file `pick(files)` chooses among a project's files on pip's indexes
  * (the first index that has one wins) and downloads it into dir, checked.
  * pick gets [{ filename, url, sha256, size, yanked }] and returns one or null;
- * describe says what was looked for (for messages). Returns the downloaded path.
+ * describe says what was looked for (for messages). Progress goes to terminal
+ * ({ write, close }; default: the user's terminal, if any). Returns the downloaded path.
  * Throws an Error with code TFJS_NODE_RS_INDEX and a message for the user.
  */
-async function downloadFromIndex({ project, pick, describe, dir, env = process.env, log, retries, retryDelayMs }) {
+async function downloadFromIndex({ project, pick, describe, dir, env = process.env, log, retries, retryDelayMs, terminal }) {
   const settings = pipSettings(env);
   const http_ = httpOptions(settings, env);
   const misses = [];
@@ -552,7 +553,7 @@ async function downloadFromIndex({ project, pick, describe, dir, env = process.e
       misses.push(`the index page ${listing.page.href} lists no ${describe} (${listing.files.length} files)`);
       continue;
     }
-    return downloadFile(file, dir, { http: { ...http_, auth: listing.auth }, log, env, retries, retryDelayMs });
+    return downloadFile(file, dir, { http: { ...http_, auth: listing.auth }, log, env, retries, retryDelayMs, terminal });
   }
   throw indexError(misses.join('; '));
 }

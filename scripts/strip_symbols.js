@@ -25,14 +25,10 @@ const SHF_ALLOC = 0x2;
 const SHF_INFO_LINK = 0x40;
 const SHDR_SIZE = 64;
 
+// length bytes at position (a regular file gives all of them unless it ends first).
 function readAt(fd, position, length) {
   const buf = Buffer.alloc(length);
-  let done = 0;
-  while (done < length) {
-    const n = fs.readSync(fd, buf, done, length - done, position + done);
-    if (n === 0) throw new Error(`unexpected end of file at byte ${position + done}`);
-    done += n;
-  }
+  if (fs.readSync(fd, buf, 0, length, position) !== length) throw new Error(`the file ends before byte ${position + length}`);
   return buf;
 }
 
