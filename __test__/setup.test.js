@@ -9,7 +9,7 @@ const crypto = require('node:crypto');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { spawnSync } = require('node:child_process');
+const { spawn, spawnSync } = require('node:child_process');
 
 const setup = require('../scripts/libtensorflow.js');
 const { build } = require('../scripts/build.js');
@@ -769,4 +769,26 @@ test('stripSymbols: files that are not ELF are left alone', () => {
     assert.match(stripSymbols(file).skipped, /not .*ELF/);
     assert.equal(fs.readFileSync(file, 'utf8'), data);
   }
+});
+
+test('shared copy: two installs in separate processes at once unpack once', needsPython, async () => {
+  const env = cachedWheelEnv();
+  const roots = [tempDir('root'), tempDir('root')];
+  const script = `
+    const setup = require(${JSON.stringify(path.join(__dirname, '..', 'scripts', 'libtensorflow.js'))});
+    setup.ensureLibtensorflow({ root: process.argv[1], log: (m) => console.log(m), index: { retries: 0 }, platform: ${JSON.stringify(PLATFORM)} })
+      .catch((err) => { console.error(err.message); process.exit(1); });
+  `;
+  const runs = roots.map((root) => new Promise((resolve) => {
+    const child = spawn(process.execPath, ['-e', script, root], { env: { ...env, PATH: process.env.PATH }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (d) => { out += d; });
+    child.stderr.on('data', (d) => { out += d; });
+    child.on('close', (code) => resolve({ code, out }));
+  }));
+  const results = await Promise.all(runs);
+  for (const r of results) assert.equal(r.code, 0, r.out);
+  const unpacked = results.filter((r) => /^extracting libtensorflow/m.test(r.out));
+  assert.equal(unpacked.length, 1, results.map((r) => r.out).join('\n---\n'));
+  for (const root of roots) assertDeps(root, { kind: 'wheel' });
 });
