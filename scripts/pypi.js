@@ -382,8 +382,9 @@ function sizeOf(file) {
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-// One attempt: continues <dest>.part from its current size. Returns the path of
-// the checked file, or throws (err.fatal false: try again).
+// One attempt: continues part from its current size (or starts over when the
+// server sends the whole file). Returns the bytes part holds, or throws
+// (err.fatal false: try again).
 async function downloadAttempt(file, part, http_, progress) {
   const { res } = await get(file.url, { ...http_, headers: sizeOf(part) ? { range: `bytes=${sizeOf(part)}-` } : {} });
   let have = sizeOf(part);
@@ -564,5 +565,5 @@ module.exports = {
   INDEX_ERROR,
   DEFAULT_INDEX,
   // For tests.
-  _internal: { parseIni, parseProjectPage, projectUrl, normalizeName, proxyFor, pipConfigFiles },
+  _internal: { parseIni, parseProjectPage, projectUrl },
 };
