@@ -235,6 +235,34 @@ test('missing libtensorflow_framework is reported the same way', () => {
   }
 });
 
+test('shared copy removed (cache cleaned): says so, and what to run', () => {
+  const inst = fakeInstall();
+  try {
+    const shared = path.join(inst.dir, 'cache', 'tfjs-node-rs', 'libtensorflow-2.21.0-linux-x64');
+    fs.symlinkSync(shared, path.join(inst.root, 'deps'));
+    const dlopen = 'libtensorflow_cc.so.2: cannot open shared object file: No such file or directory';
+    const load = () => loadWith({
+      root: inst.root,
+      env: {},
+      requireBinding: () => { throw napiLoaderError(dlopen); },
+    });
+    const err = assertLoadError(
+      load,
+      /^tfjs-node-rs: libtensorflow is missing: .*deps links to this machine's shared copy of libtensorflow 2\.21\.0/,
+      /no longer holds libtensorflow_cc\.so\.2 \(the cache was cleaned\?\)/,
+      /run `npm rebuild tfjs-node-rs`: it unpacks libtensorflow there again/,
+      /TFJS_NODE_RS_COPY_LIBTENSORFLOW=1/,
+    );
+    assert.ok(err.message.includes(shared), err.message);
+    // The shared copy present with the library: not this message (something else is wrong).
+    fs.mkdirSync(path.join(shared, 'lib'), { recursive: true });
+    fs.writeFileSync(path.join(shared, 'lib', 'libtensorflow_cc.so.2'), '');
+    assertLoadError(load, /libtensorflow is missing: the addon/);
+  } finally {
+    inst.cleanup();
+  }
+});
+
 test('a missing platform package says it is not installed and how to reinstall', () => {
   const inst = fakeInstall({ platformPackage: false });
   try {

@@ -9,10 +9,11 @@ const crypto = require('node:crypto');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { spawnSync } = require('node:child_process');
+const { spawn, spawnSync } = require('node:child_process');
 
 const setup = require('../scripts/libtensorflow.js');
 const { build } = require('../scripts/build.js');
+const { scratchDirs, quietLog } = require('./support/scratch.js');
 
 const { listZip, extractZip, wheelTarget, checkPlatform, ZIP_CORRUPT } = setup._internal;
 const WHEEL_NAME = 'tensorflow_cpu-2.21.0-cp311-cp311-manylinux_2_27_x86_64.whl';
@@ -20,14 +21,7 @@ const PLATFORM = { platform: 'linux', arch: 'x64', glibc: '2.35' };
 const HAVE_PYTHON = spawnSync('python3', ['-c', 'import zipfile'], { stdio: 'ignore' }).status === 0;
 const needsPython = { skip: HAVE_PYTHON ? false : 'python3 (zipfile) is not available' };
 
-const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'tfjs-node-rs-setup-test-'));
-test.after(() => fs.rmSync(scratch, { recursive: true, force: true }));
-let counter = 0;
-function tempDir(label) {
-  const dir = path.join(scratch, `${label}-${++counter}`);
-  fs.mkdirSync(dir, { recursive: true });
-  return dir;
-}
+const tempDir = scratchDirs('tfjs-node-rs-setup-test-');
 
 // Writes a zip with Python's zipfile (an implementation independent of ours).
 // entries: [name, Buffer|string, 'stored'|'deflated'] ; names ending in / are folders.
@@ -248,16 +242,18 @@ test('checkPlatform: only Linux x64 with glibc >= 2.27', () => {
 // ---------------------------------------------------------------------------
 // ensureLibtensorflow
 
-function quietLog() {
-  const lines = [];
-  const log = (m) => lines.push(m);
-  log.lines = lines;
-  return log;
-}
+// Nothing listens on port 9 of 127.0.0.1: the index client fails at once (tests of
+// the index client itself are in pypi.test.js), and the real index is never asked.
+const DEAD_INDEX = 'http://127.0.0.1:9/simple/';
 
 function baseEnv(extra = {}) {
-  const env = { PATH: process.env.PATH, HOME: tempDir('home'), ...extra };
+  const env = { PATH: process.env.PATH, HOME: tempDir('home'), PIP_INDEX_URL: DEAD_INDEX, ...extra };
   return env;
+}
+
+// ensureLibtensorflow without the index client's waits between retries.
+function ensure(opts) {
+  return setup.ensureLibtensorflow({ index: { retries: 0 }, ...opts });
 }
 
 function fakeTensorflowDir({ headers = true } = {}) {
@@ -332,9 +328,15 @@ function pipCalls(logFile) {
   return fs.readFileSync(logFile, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l));
 }
 
-function assertDeps(root, { kind }) {
+// deps/ is a complete tree of the given kind; made from a wheel, it is a link to
+// the shared copy (unless copied).
+function assertDeps(root, { kind, copied = false }) {
   const deps = path.join(root, 'deps');
-  const lib = path.join(deps, 'lib');
+  const linked = kind === 'wheel' && !copied;
+  assert.equal(fs.lstatSync(deps).isSymbolicLink(), linked);
+  // The tree the pkg-config file and the marker describe.
+  const tree = linked ? fs.readlinkSync(deps) : deps;
+  const lib = path.join(tree, 'lib');
   assert.equal(fs.readlinkSync(path.join(lib, 'libtensorflow.so')), 'libtensorflow_cc.so.2');
   assert.ok(fs.statSync(path.join(lib, 'libtensorflow.so')).size > 0);
   const pc = fs.readFileSync(path.join(lib, 'pkgconfig', 'tensorflow.pc'), 'utf8');
@@ -342,7 +344,7 @@ function assertDeps(root, { kind }) {
   assert.match(pc, /^Version: 2\.21\.0$/m);
   assert.match(pc, /^Libs: -L\$\{libdir\} -ltensorflow$/m);
   assert.ok(pc.includes(`libdir=${lib}\n`), pc);
-  assert.ok(pc.includes(`includedir=${path.join(deps, 'include')}\n`), pc);
+  assert.ok(pc.includes(`includedir=${path.join(tree, 'include')}\n`), pc);
   assert.match(pc, /^Cflags: -I\$\{includedir\}$/m);
   const marker = JSON.parse(fs.readFileSync(path.join(deps, '.complete'), 'utf8'));
   assert.equal(marker.version, '2.21.0');
@@ -362,7 +364,7 @@ function assertDeps(root, { kind }) {
 test('TFJS_NODE_RS_LIBTENSORFLOW: libs symlinked, headers copied', async () => {
   const tf = fakeTensorflowDir();
   const root = tempDir('root');
-  const r = await setup.ensureLibtensorflow({
+  const r = await ensure({
     root, log: quietLog(), env: baseEnv({ TFJS_NODE_RS_LIBTENSORFLOW: tf }), platform: PLATFORM,
   });
   assert.equal(r.fresh, true);
@@ -380,7 +382,7 @@ test('TFJS_NODE_RS_LIBTENSORFLOW without the libs: one clear error, no deps/', a
   fs.writeFileSync(path.join(tf, 'libtensorflow_cc.so.2'), 'only one');
   const root = tempDir('root');
   await assert.rejects(
-    setup.ensureLibtensorflow({
+    ensure({
       root, log: quietLog(), env: baseEnv({ TFJS_NODE_RS_LIBTENSORFLOW: tf }), platform: PLATFORM,
     }),
     (err) => {
@@ -397,19 +399,19 @@ test('fast path: a complete deps/ is left alone, quickly', async () => {
   const tf = fakeTensorflowDir();
   const root = tempDir('root');
   const env = baseEnv({ TFJS_NODE_RS_LIBTENSORFLOW: tf });
-  await setup.ensureLibtensorflow({ root, log: quietLog(), env, platform: PLATFORM });
+  await ensure({ root, log: quietLog(), env, platform: PLATFORM });
   const markerFile = path.join(root, 'deps/.complete');
   const before = fs.statSync(markerFile).mtimeMs;
   const log = quietLog();
   const t0 = process.hrtime.bigint();
-  const r = await setup.ensureLibtensorflow({ root, log, env, platform: PLATFORM });
+  const r = await ensure({ root, log, env, platform: PLATFORM });
   const ms = Number(process.hrtime.bigint() - t0) / 1e6;
   assert.equal(r.fresh, false);
   assert.ok(ms < 50, `fast path took ${ms} ms`);
   assert.deepEqual(log.lines, []);
   assert.equal(fs.statSync(markerFile).mtimeMs, before);
   // Also without the variable: a deps/ made from a directory stays valid.
-  const r2 = await setup.ensureLibtensorflow({ root, log, env: baseEnv(), platform: PLATFORM });
+  const r2 = await ensure({ root, log, env: baseEnv(), platform: PLATFORM });
   assert.equal(r2.fresh, false);
 });
 
@@ -421,25 +423,25 @@ test('repair: deps/ without .complete, with a wrong-size lib, or a stale temp di
   fs.mkdirSync(path.join(root, 'deps/lib'), { recursive: true });
   fs.writeFileSync(path.join(root, 'deps/lib/libtensorflow_cc.so.2'), 'half');
   fs.mkdirSync(path.join(root, 'deps.tmp-99999999/lib'), { recursive: true });
-  let r = await setup.ensureLibtensorflow({ root, log: quietLog(), env, platform: PLATFORM });
+  let r = await ensure({ root, log: quietLog(), env, platform: PLATFORM });
   assert.equal(r.fresh, true);
   assertDeps(root, { kind: 'directory' });
 
   // .complete removed: rebuilt.
   fs.rmSync(path.join(root, 'deps/.complete'));
-  r = await setup.ensureLibtensorflow({ root, log: quietLog(), env, platform: PLATFORM });
+  r = await ensure({ root, log: quietLog(), env, platform: PLATFORM });
   assert.equal(r.fresh, true);
   assertDeps(root, { kind: 'directory' });
 
   // A library whose size differs from the one recorded: rebuilt.
   fs.appendFileSync(path.join(tf, 'libtensorflow_cc.so.2'), ' grown');
-  r = await setup.ensureLibtensorflow({ root, log: quietLog(), env, platform: PLATFORM });
+  r = await ensure({ root, log: quietLog(), env, platform: PLATFORM });
   assert.equal(r.fresh, true);
   assertDeps(root, { kind: 'directory' });
 
   // The variable now names another directory: rebuilt from it.
   const tf2 = fakeTensorflowDir({ headers: false });
-  r = await setup.ensureLibtensorflow({
+  r = await ensure({
     root, log: quietLog(), env: baseEnv({ TFJS_NODE_RS_LIBTENSORFLOW: tf2 }), platform: PLATFORM,
   });
   assert.equal(r.fresh, true);
@@ -450,10 +452,10 @@ test('a moved checkout gets its pkg-config paths rewritten', async () => {
   const tf = fakeTensorflowDir();
   const first = tempDir('root');
   const env = baseEnv({ TFJS_NODE_RS_LIBTENSORFLOW: tf });
-  await setup.ensureLibtensorflow({ root: first, log: quietLog(), env, platform: PLATFORM });
+  await ensure({ root: first, log: quietLog(), env, platform: PLATFORM });
   const moved = `${first}-moved`;
   fs.renameSync(first, moved);
-  const r = await setup.ensureLibtensorflow({ root: moved, log: quietLog(), env, platform: PLATFORM });
+  const r = await ensure({ root: moved, log: quietLog(), env, platform: PLATFORM });
   assert.equal(r.fresh, false);
   assertDeps(moved, { kind: 'directory' });
 });
@@ -465,7 +467,7 @@ test('wheel in the download cache: extracted without pip', needsPython, async ()
   const root = tempDir('root');
   const env = baseEnv({ XDG_CACHE_HOME: cache, PATH: tempDir('empty-path') }); // no python3 reachable
   assert.equal(setup.cacheDir(env), path.join(cache, 'tfjs-node-rs'));
-  const r = await setup.ensureLibtensorflow({ root, log: quietLog(), env, platform: PLATFORM });
+  const r = await ensure({ root, log: quietLog(), env, platform: PLATFORM });
   assert.equal(r.fresh, true);
   const marker = assertDeps(root, { kind: 'wheel' });
   assert.equal(marker.source, path.join(cache, 'tfjs-node-rs', WHEEL_NAME));
@@ -483,7 +485,7 @@ test('no wheel cached: downloaded with pip (fake python3), then cached', needsPy
     FAKE_PIP_LOG: pipLog,
   });
   const root = tempDir('root');
-  await setup.ensureLibtensorflow({ root, log: quietLog(), env, platform: PLATFORM });
+  await ensure({ root, log: quietLog(), env, platform: PLATFORM });
   assertDeps(root, { kind: 'wheel' });
   const calls = pipCalls(pipLog);
   const download = calls.find((c) => c.includes('download'));
@@ -492,7 +494,7 @@ test('no wheel cached: downloaded with pip (fake python3), then cached', needsPy
     assert.ok(download.includes(arg), `${arg} missing from ${download}`);
   }
   assert.ok(fs.existsSync(path.join(cache, 'tfjs-node-rs', WHEEL_NAME)));
-  assert.deepEqual(fs.readdirSync(path.join(cache, 'tfjs-node-rs')), [WHEEL_NAME]);
+  assert.deepEqual(fs.readdirSync(path.join(cache, 'tfjs-node-rs')).sort(), ['libtensorflow-2.21.0-linux-x64', WHEEL_NAME]);
 });
 
 test('corrupt cached wheel: deleted and downloaded again once', needsPython, async () => {
@@ -506,7 +508,7 @@ test('corrupt cached wheel: deleted and downloaded again once', needsPython, asy
   });
   const root = tempDir('root');
   const log = quietLog();
-  await setup.ensureLibtensorflow({ root, log, env, platform: PLATFORM });
+  await ensure({ root, log, env, platform: PLATFORM });
   assertDeps(root, { kind: 'wheel' });
   assert.ok(log.lines.some((l) => /unreadable.*downloading again/.test(l)), log.lines.join('\n'));
   assert.equal(pipCalls(pipLog).filter((c) => c.includes('download')).length, 1);
@@ -522,7 +524,7 @@ test('a downloaded wheel that is corrupt too: error, and it is deleted', needsPy
     FAKE_PIP_LOG: path.join(tempDir('piplog'), 'calls'),
   });
   const root = tempDir('root');
-  await assert.rejects(setup.ensureLibtensorflow({ root, log: quietLog(), env, platform: PLATFORM }), (err) => {
+  await assert.rejects(ensure({ root, log: quietLog(), env, platform: PLATFORM }), (err) => {
     assert.equal(err.code, 'TFJS_NODE_RS_SETUP');
     assert.match(err.message, /downloaded wheel .* is unreadable .*it was deleted/);
     return true;
@@ -534,7 +536,7 @@ test('a downloaded wheel that is corrupt too: error, and it is deleted', needsPy
 test('no python3: says to install it or set TFJS_NODE_RS_LIBTENSORFLOW', async () => {
   const env = baseEnv({ XDG_CACHE_HOME: tempDir('xdg'), PATH: tempDir('empty-path') });
   const root = tempDir('root');
-  await assert.rejects(setup.ensureLibtensorflow({ root, log: quietLog(), env, platform: PLATFORM }), (err) => {
+  await assert.rejects(ensure({ root, log: quietLog(), env, platform: PLATFORM }), (err) => {
     assert.equal(err.code, 'TFJS_NODE_RS_SETUP');
     assert.match(err.message, /python3 was not found/);
     assert.match(err.message, /install python3 with pip, or set TFJS_NODE_RS_LIBTENSORFLOW to a directory holding libtensorflow_cc\.so\.2 and libtensorflow_framework\.so\.2/);
@@ -549,7 +551,7 @@ test('python3 without pip: says so', async () => {
     FAKE_PIP_LOG: path.join(tempDir('piplog'), 'calls'),
   });
   await assert.rejects(
-    setup.ensureLibtensorflow({ root: tempDir('root'), log: quietLog(), env, platform: PLATFORM }),
+    ensure({ root: tempDir('root'), log: quietLog(), env, platform: PLATFORM }),
     (err) => {
       assert.equal(err.code, 'TFJS_NODE_RS_SETUP');
       assert.match(err.message, /python3 has no pip/);
@@ -567,7 +569,7 @@ test('pip download fails: shows pip\'s last lines', async () => {
     FAKE_PIP_LOG: path.join(tempDir('piplog'), 'calls'),
   });
   const root = tempDir('root');
-  await assert.rejects(setup.ensureLibtensorflow({ root, log: quietLog(), env, platform: PLATFORM }), (err) => {
+  await assert.rejects(ensure({ root, log: quietLog(), env, platform: PLATFORM }), (err) => {
     assert.equal(err.code, 'TFJS_NODE_RS_SETUP');
     assert.match(err.message, /^downloading tensorflow-cpu==2\.21\.0 failed: pip exited with code 1/);
     assert.match(err.message, /No matching distribution found for tensorflow-cpu==2\.21\.0/);
@@ -581,7 +583,9 @@ test('the CLI prints only the message and exits 1', () => {
   // A copy of the script in a temp root, so the CLI's default root is not the repository.
   const root = tempDir('cli-root');
   fs.mkdirSync(path.join(root, 'scripts'));
-  fs.copyFileSync(path.join(__dirname, '..', 'scripts', 'libtensorflow.js'), path.join(root, 'scripts', 'libtensorflow.js'));
+  for (const file of ['libtensorflow.js', 'pypi.js', 'strip_symbols.js']) {
+    fs.copyFileSync(path.join(__dirname, '..', 'scripts', file), path.join(root, 'scripts', file));
+  }
   const res = spawnSync(process.execPath, [path.join(root, 'scripts', 'libtensorflow.js')], {
     env: { ...process.env, TFJS_NODE_RS_LIBTENSORFLOW: tempDir('empty-tf') },
     encoding: 'utf8',
@@ -608,4 +612,183 @@ test('build: a missing cargo is reported clearly', async () => {
     assert.match(err.message, /prebuilt binaries and do not need it/);
     return true;
   });
+});
+
+// ---------------------------------------------------------------------------
+// One shared copy per machine
+
+function cachedWheelEnv(extra = {}) {
+  const cache = tempDir('xdg');
+  fs.mkdirSync(path.join(cache, 'tfjs-node-rs'));
+  fs.copyFileSync(goodWheelFile(), path.join(cache, 'tfjs-node-rs', WHEEL_NAME));
+  return baseEnv({ XDG_CACHE_HOME: cache, PATH: tempDir('empty-path'), ...extra });
+}
+
+const extractions = (log) => log.lines.filter((l) => /^extracting libtensorflow/.test(l)).length;
+
+test('shared copy: unpacked once, and every project links to it', needsPython, async () => {
+  const env = cachedWheelEnv();
+  const shared = setup.sharedDir(env);
+  assert.equal(shared, path.join(env.XDG_CACHE_HOME, 'tfjs-node-rs', 'libtensorflow-2.21.0-linux-x64'));
+  const first = tempDir('root');
+  const second = tempDir('root');
+  const log = quietLog();
+  await ensure({ root: first, log, env, platform: PLATFORM });
+  await ensure({ root: second, log, env, platform: PLATFORM });
+  assert.equal(extractions(log), 1, log.lines.join('\n'));
+  for (const root of [first, second]) {
+    assertDeps(root, { kind: 'wheel' });
+    assert.equal(fs.readlinkSync(path.join(root, 'deps')), shared);
+  }
+  assert.equal(JSON.parse(fs.readFileSync(path.join(shared, '.complete'), 'utf8')).deps, shared);
+  // Nothing but the wheel and the shared copy is left in the cache.
+  assert.deepEqual(fs.readdirSync(path.dirname(shared)).sort(), [path.basename(shared), WHEEL_NAME]);
+});
+
+test('shared copy: concurrent installs wait for one unpacking', needsPython, async () => {
+  const env = cachedWheelEnv();
+  const log = quietLog();
+  const roots = [tempDir('root'), tempDir('root'), tempDir('root')];
+  await Promise.all(roots.map((root) => ensure({ root, log, env, platform: PLATFORM })));
+  assert.equal(extractions(log), 1, log.lines.join('\n'));
+  assert.ok(log.lines.some((l) => /^waiting for another install/.test(l)), log.lines.join('\n'));
+  for (const root of roots) assertDeps(root, { kind: 'wheel' });
+});
+
+test('shared copy: a lock left by a dead process is taken over', needsPython, async () => {
+  const env = cachedWheelEnv();
+  const lock = `${setup.sharedDir(env)}.lock`;
+  fs.mkdirSync(lock);
+  fs.writeFileSync(path.join(lock, 'owner.json'), JSON.stringify({ pid: 99999999, host: os.hostname() }));
+  const root = tempDir('root');
+  await ensure({ root, log: quietLog(), env, platform: PLATFORM });
+  assertDeps(root, { kind: 'wheel' });
+  assert.ok(!fs.existsSync(lock));
+});
+
+test('shared copy removed (cache cleaned): the next run unpacks it again', needsPython, async () => {
+  const env = cachedWheelEnv();
+  const root = tempDir('root');
+  await ensure({ root, log: quietLog(), env, platform: PLATFORM });
+  fs.rmSync(setup.sharedDir(env), { recursive: true });
+  const log = quietLog();
+  const r = await ensure({ root, log, env, platform: PLATFORM });
+  assert.equal(r.fresh, true);
+  assert.equal(extractions(log), 1);
+  assertDeps(root, { kind: 'wheel' });
+});
+
+test('TFJS_NODE_RS_COPY_LIBTENSORFLOW=1 copies the shared copy into deps/; unset, deps/ links again', needsPython, async () => {
+  const env = cachedWheelEnv();
+  const root = tempDir('root');
+  const log = quietLog();
+  await ensure({ root, log, env: { ...env, [setup.COPY_ENV]: '1' }, platform: PLATFORM });
+  const marker = assertDeps(root, { kind: 'wheel', copied: true });
+  assert.equal(marker.source, setup.sharedDir(env));
+  assert.equal(fs.readFileSync(path.join(root, 'deps/lib/libtensorflow_cc.so.2'), 'utf8'), 'cc '.repeat(10000));
+  // Still valid on the next run with the switch, and the shared copy may go.
+  fs.rmSync(setup.sharedDir(env), { recursive: true });
+  const again = await ensure({ root, log, env: { ...env, [setup.COPY_ENV]: '1' }, platform: PLATFORM });
+  assert.equal(again.fresh, false);
+  // Without the switch the copy is replaced by a link (the shared copy is unpacked again).
+  const linked = await ensure({ root, log, env, platform: PLATFORM });
+  assert.equal(linked.fresh, true);
+  assertDeps(root, { kind: 'wheel' });
+  assert.equal(extractions(log), 2);
+});
+
+test('a deps/ unpacked inside the project (earlier versions) is replaced by a link', needsPython, async () => {
+  const env = cachedWheelEnv();
+  const root = tempDir('root');
+  await ensure({ root, log: quietLog(), env: { ...env, [setup.COPY_ENV]: '1' }, platform: PLATFORM });
+  const r = await ensure({ root, log: quietLog(), env, platform: PLATFORM });
+  assert.equal(r.fresh, true);
+  assertDeps(root, { kind: 'wheel' });
+});
+
+test('an unwritable cache: says where and what to do', async () => {
+  // A file where the cache folder should be (root may write anywhere, so no chmod).
+  const xdg = tempDir('xdg');
+  fs.writeFileSync(path.join(xdg, 'tfjs-node-rs'), 'a file, not a folder');
+  const env = baseEnv({ XDG_CACHE_HOME: xdg, PATH: tempDir('empty-path') });
+  await assert.rejects(ensure({ root: tempDir('root'), log: quietLog(), env, platform: PLATFORM }), (err) => {
+    assert.equal(err.code, 'TFJS_NODE_RS_SETUP');
+    assert.match(err.message, /where libtensorflow is unpacked once per machine/);
+    assert.match(err.message, /XDG_CACHE_HOME/);
+    return true;
+  });
+});
+
+// ---------------------------------------------------------------------------
+// Stripping the symbol tables
+
+const { stripSymbols } = require('../scripts/strip_symbols.js');
+const realFramework = path.join(__dirname, '..', 'deps', 'lib', 'libtensorflow_framework.so.2');
+const HAVE_READELF = spawnSync('readelf', ['--version'], { stdio: 'ignore' }).status === 0;
+
+function sectionNames(file) {
+  const out = spawnSync('readelf', ['-S', '-W', file], { encoding: 'utf8' });
+  assert.equal(out.status, 0, out.stderr);
+  assert.equal(out.stderr, '', `readelf warns about ${file}: ${out.stderr}`);
+  return [...out.stdout.matchAll(/^\s*\[\s*\d+\]\s+(\S*)/gm)].map((m) => m[1]);
+}
+
+test('stripSymbols: libtensorflow_framework loses .symtab/.strtab only and still loads', {
+  skip: !fs.existsSync(realFramework) && 'no libtensorflow in deps/lib',
+}, () => {
+  const file = path.join(tempDir('strip'), 'libtensorflow_framework.so.2');
+  fs.copyFileSync(realFramework, file);
+  const original = fs.readFileSync(file);
+  const r = stripSymbols(file);
+  assert.equal(r.before, original.length);
+  assert.ok(r.after < r.before * 0.85, JSON.stringify(r)); // 65 -> 51 MB
+  const stripped = fs.readFileSync(file);
+  assert.equal(stripped.length, r.after);
+  // Everything up to the cut is unchanged but the ELF header's section-table fields.
+  const { readElfDynamic } = require('../js/native_loader_core.js');
+  assert.deepEqual(readElfDynamic(file), readElfDynamic(realFramework));
+  const cut = r.after - 64 * 31 - 0x200; // well inside the kept bytes
+  assert.ok(original.subarray(64, cut).equals(stripped.subarray(64, cut)));
+  if (HAVE_READELF) {
+    const before = sectionNames(realFramework);
+    assert.deepEqual(sectionNames(file), before.filter((n) => n !== '.symtab' && n !== '.strtab'));
+  }
+  // The dynamic linker takes it: dlopen succeeds (and then says it is not a Node addon).
+  const res = spawnSync(process.execPath, ['-e', `try { process.dlopen({ exports: {} }, ${JSON.stringify(file)}); } catch (e) { console.log(e.message); }`], { encoding: 'utf8' });
+  assert.match(res.stdout, /did not self-register|Module did not/, res.stdout + res.stderr);
+  // A second run finds nothing to strip and leaves the file alone.
+  assert.deepEqual(stripSymbols(file), { skipped: 'no .symtab (already stripped)' });
+  assert.equal(fs.statSync(file).size, r.after);
+});
+
+test('stripSymbols: files that are not ELF are left alone', () => {
+  const dir = tempDir('strip');
+  for (const [name, data] of [['tiny', 'x'], ['text', 'not an ELF file '.repeat(10)]]) {
+    const file = path.join(dir, name);
+    fs.writeFileSync(file, data);
+    assert.match(stripSymbols(file).skipped, /not .*ELF/);
+    assert.equal(fs.readFileSync(file, 'utf8'), data);
+  }
+});
+
+test('shared copy: two installs in separate processes at once unpack once', needsPython, async () => {
+  const env = cachedWheelEnv();
+  const roots = [tempDir('root'), tempDir('root')];
+  const script = `
+    const setup = require(${JSON.stringify(path.join(__dirname, '..', 'scripts', 'libtensorflow.js'))});
+    setup.ensureLibtensorflow({ root: process.argv[1], log: (m) => console.log(m), index: { retries: 0 }, platform: ${JSON.stringify(PLATFORM)} })
+      .catch((err) => { console.error(err.message); process.exit(1); });
+  `;
+  const runs = roots.map((root) => new Promise((resolve) => {
+    const child = spawn(process.execPath, ['-e', script, root], { env: { ...env, PATH: process.env.PATH }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (d) => { out += d; });
+    child.stderr.on('data', (d) => { out += d; });
+    child.on('close', (code) => resolve({ code, out }));
+  }));
+  const results = await Promise.all(runs);
+  for (const r of results) assert.equal(r.code, 0, r.out);
+  const unpacked = results.filter((r) => /^extracting libtensorflow/m.test(r.out));
+  assert.equal(unpacked.length, 1, results.map((r) => r.out).join('\n---\n'));
+  for (const root of roots) assertDeps(root, { kind: 'wheel' });
 });

@@ -21,6 +21,7 @@ const PLATFORM_PACKAGE = 'tfjs-node-rs-linux-x64-gnu';
 const ADDON_FILE = 'tfjs-node-rs.linux-x64-gnu.node';
 const LIBS = ['libtensorflow_cc.so.2', 'libtensorflow_framework.so.2'];
 const ENV_DIR = 'TFJS_NODE_RS_LIBTENSORFLOW';
+const COPY_ENV = 'TFJS_NODE_RS_COPY_LIBTENSORFLOW';
 const ERROR_CODE = 'TFJS_NODE_RS_LOAD';
 
 function loadError(message, cause) {
@@ -188,6 +189,19 @@ function searchDirs(addon, { env = process.env, readFile = fs.readFileSync } = {
   return [...new Set(dirs)];
 }
 
+// The target of deps/ when it is a link to the shared copy (scripts/libtensorflow.js)
+// that lacks lib, e.g. after the cache was cleaned; else null.
+function removedSharedCopy(deps, lib, fsImpl) {
+  let target;
+  try {
+    if (!fsImpl.lstatSync(deps).isSymbolicLink()) return null;
+    target = path.resolve(path.dirname(deps), fsImpl.readlinkSync(deps));
+  } catch {
+    return null;
+  }
+  return exists(path.join(target, 'lib', lib), fsImpl) ? null : target;
+}
+
 // Messages of an error and its causes (binding.js chains one per attempt).
 function messages(err) {
   const out = [];
@@ -220,6 +234,17 @@ function explainLoadError(err, { root = ROOT, env = process.env, resolve = requi
   const details = detailsOf(reported);
 
   const missing = /(libtensorflow[\w.+-]*\.so[\w.]*): cannot open shared object file/.exec(text);
+  const cleaned = missing && removedSharedCopy(path.join(root, 'deps'), missing[1], fsImpl);
+  if (cleaned) {
+    return loadError(
+      `libtensorflow is missing: ${path.join(root, 'deps')} links to this machine's shared copy of ` +
+        `libtensorflow ${TF_BUILT_AGAINST}, ${cleaned}, which no longer holds ${missing[1]} (the cache was ` +
+        'cleaned?). To fix it, run `npm rebuild tfjs-node-rs`: it unpacks libtensorflow there again (from the ' +
+        `cached wheel, or downloading it). To keep the libraries inside the project instead, run it with ${COPY_ENV}=1.` +
+        details,
+      err,
+    );
+  }
   if (missing) {
     const addon = candidates[0] || path.join(root, ADDON_FILE);
     const dirs = searchDirs(addon, { env, readFile });

@@ -10,13 +10,22 @@
 // Sources, in order:
 //   1. $TFJS_NODE_RS_LIBTENSORFLOW: a directory holding libtensorflow_cc.so.2 and
 //      libtensorflow_framework.so.2 (e.g. site-packages/tensorflow of a Python
-//      TensorFlow); the libs are symlinked, headers come from its include/.
-//   2. a tensorflow_cpu-2.21.0-*.whl in ${XDG_CACHE_HOME:-~/.cache}/tfjs-node-rs/.
-//   3. that wheel, downloaded there with `python3 -m pip download`.
+//      TensorFlow); deps/ is made in the project, the libs symlinked, headers copied
+//      from its include/.
+//   2. Otherwise one unpacked copy per machine, user and version, the shared copy
+//      ${XDG_CACHE_HOME:-~/.cache}/tfjs-node-rs/libtensorflow-2.21.0-linux-x64/ (the
+//      same layout as deps/), and deps/ is a symlink to it. It is unpacked once from
+//      the tensorflow_cpu-2.21.0-*.whl in ${XDG_CACHE_HOME:-~/.cache}/tfjs-node-rs/,
+//      which, when absent, is downloaded there from pip's index by scripts/pypi.js
+//      (no python3 needed), or else by `python3 -m pip download`. Unpacking strips
+//      the libraries' static symbol tables (scripts/strip_symbols.js): 853 -> 634 MB.
+//      With $TFJS_NODE_RS_COPY_LIBTENSORFLOW=1, deps/ is a copy of the shared copy
+//      instead of a link (container builds that copy node_modules between stages).
 //
 // The wheel is a zip file; it is read here in plain Node (no unzip, no python).
-// Everything is built in deps.tmp-<pid>/ and renamed to deps/ at the end, so an
-// interrupted run never leaves a deps/ that looks usable.
+// Every tree is built in <name>.tmp-<pid>/ and renamed into place at the end, so an
+// interrupted run never leaves a tree that looks usable; one lock directory in the
+// cache makes concurrent installs download and unpack once.
 //
 // Run directly (`node scripts/libtensorflow.js`) it does the same as a CLI.
 
@@ -26,23 +35,37 @@ const path = require('path');
 const zlib = require('zlib');
 const { spawn, spawnSync } = require('child_process');
 const { pipeline } = require('stream/promises');
+const { downloadFromIndex, INDEX_ERROR } = require('./pypi');
+const { stripSymbols } = require('./strip_symbols');
 
 const TF_VERSION = '2.21.0';
 const PACKAGE = 'tensorflow-cpu';
-const WHEEL_RE = /^tensorflow_cpu-2\.21\.0-.+\.whl$/;
+// Per supported platform (`${process.platform}-${process.arch}`): the wheel's
+// platform tag and the glibc it needs. Linux arm64 would be one more entry
+// (manylinux_2_27_aarch64) and one more napi target.
+const PLATFORMS = {
+  'linux-x64': { wheelTag: 'manylinux_2_27_x86_64', minGlibc: [2, 27] },
+};
+const PLATFORM_KEY = 'linux-x64';
+const { wheelTag: WHEEL_TAG, minGlibc: MIN_GLIBC } = PLATFORMS[PLATFORM_KEY];
+// The libraries are the same in every CPython build of the wheel; cp311 is the one
+// pip is asked for, and the first choice on the index.
+const PREFERRED_PYTHON = 'cp311';
+const WHEEL_RE = new RegExp(`^tensorflow_cpu-2\\.21\\.0-(cp3\\d+)-cp3\\d+-${WHEEL_TAG}\\.whl$`);
 const PIP_TARGET = [
-  '--python-version', '3.11',
+  '--python-version', `${PREFERRED_PYTHON[2]}.${PREFERRED_PYTHON.slice(3)}`,
   '--implementation', 'cp',
-  '--abi', 'cp311',
-  '--platform', 'manylinux_2_27_x86_64',
+  '--abi', PREFERRED_PYTHON,
+  '--platform', WHEEL_TAG,
 ];
-const MIN_GLIBC = [2, 27];
 const LIBS = ['libtensorflow_cc.so.2', 'libtensorflow_framework.so.2'];
 const ENV_DIR = 'TFJS_NODE_RS_LIBTENSORFLOW';
+const COPY_ENV = 'TFJS_NODE_RS_COPY_LIBTENSORFLOW';
 const SETUP = 'TFJS_NODE_RS_SETUP';
 const ZIP_CORRUPT = 'TFJS_NODE_RS_ZIP_CORRUPT';
 const MB = 1024 * 1024;
-const DEPS_BYTES = 900 * MB; // the two libs are ~853 MB uncompressed
+const DEPS_BYTES = 900 * MB; // the two libs are ~853 MB unpacked (634 MB once stripped)
+const COPY_BYTES = 650 * MB; // a copy of the stripped libs
 const WHEEL_BYTES = 300 * MB; // the wheel is ~274 MB
 const EXTRACT_CONCURRENCY = 4;
 
@@ -370,19 +393,20 @@ function pidAlive(pid) {
   }
 }
 
-// Removes deps.tmp-<pid>/ and deps.old-<pid>/ left by runs that died.
-function removeStale(root) {
+// Removes <base>.tmp-<pid>/ and <base>.old-<pid>/ (next to <dir>/<base>) left by
+// runs that died.
+function removeStale(dir, base) {
   let names;
   try {
-    names = fs.readdirSync(root);
+    names = fs.readdirSync(dir);
   } catch {
     return;
   }
   for (const name of names) {
-    const m = /^deps\.(tmp|old)-(\d+)$/.exec(name);
-    if (!m) continue;
-    const pid = Number(m[2]);
-    const full = path.join(root, name);
+    const m = /^(.+)\.(tmp|old)-(\d+)$/.exec(name);
+    if (!m || m[1] !== base) continue;
+    const pid = Number(m[3]);
+    const full = path.join(dir, name);
     let old = false;
     try {
       old = Date.now() - fs.lstatSync(full).mtimeMs > 6 * 3600 * 1000;
@@ -511,8 +535,14 @@ function findCachedWheel(cache) {
   } catch {
     return null;
   }
-  const wheel = names.filter((n) => WHEEL_RE.test(n)).sort()[0];
+  const wheel = names.filter((n) => WHEEL_RE.test(n)).sort(byPreference)[0];
   return wheel ? path.join(cache, wheel) : null;
+}
+
+// Wheels of the preferred CPython build first, then by name.
+function byPreference(a, b) {
+  const rank = (name) => (WHEEL_RE.exec(name)[1] === PREFERRED_PYTHON ? 0 : 1);
+  return rank(a) - rank(b) || (a < b ? -1 : a > b ? 1 : 0);
 }
 
 function runCapture(cmd, args, { env, log, forward, label = cmd }) {
@@ -544,24 +574,19 @@ function lastLines(text, n = 8) {
 const PYTHON_HINT =
   `install python3 with pip, or set ${ENV_DIR} to a directory holding ${LIBS.join(' and ')}`;
 
-async function downloadWheel(cache, { env, log }) {
+// Why python3 -m pip cannot run, or null when it can.
+function pipUnavailable(env) {
   const probe = spawnSync('python3', ['-m', 'pip', '--version'], { env, encoding: 'utf8' });
   if (probe.error) {
-    const why = probe.error.code === 'ENOENT' ? 'python3 was not found on PATH' : `python3 failed to start (${probe.error.message})`;
-    throw setupError(`cannot download libtensorflow: ${why}. To fix it, ${PYTHON_HINT}.`);
+    return probe.error.code === 'ENOENT' ? 'python3 was not found on PATH' : `python3 failed to start (${probe.error.message})`;
   }
   if (probe.status !== 0) {
-    throw setupError(
-      `cannot download libtensorflow: python3 has no pip (\`python3 -m pip --version\` failed:\n` +
-        `${lastLines(`${probe.stdout || ''}${probe.stderr || ''}`, 3)}\n). To fix it, ${PYTHON_HINT}.`,
-    );
+    return `python3 has no pip (\`python3 -m pip --version\` failed:\n${lastLines(`${probe.stdout || ''}${probe.stderr || ''}`, 3)}\n)`;
   }
-  try {
-    fs.mkdirSync(cache, { recursive: true });
-  } catch (err) {
-    throw setupError(`cannot create the download cache ${cache}: ${err.message}`, err);
-  }
-  if (freeBytes(cache) < WHEEL_BYTES) throw noSpaceError(cache, WHEEL_BYTES);
+  return null;
+}
+
+async function pipDownload(cache, { env, log }) {
   const partial = path.join(cache, `download-${process.pid}`);
   fs.rmSync(partial, { recursive: true, force: true });
   const args = [
@@ -596,23 +621,75 @@ async function downloadWheel(cache, { env, log }) {
   }
 }
 
+// The wheel to take from an index listing: this platform's, the preferred build first.
+function pickWheel(files) {
+  const wheels = files.filter((f) => WHEEL_RE.test(f.filename));
+  wheels.sort((a, b) => byPreference(a.filename, b.filename));
+  return wheels[0] || null;
+}
+
+// Downloads the wheel into the cache: from pip's index in Node, else with pip.
+// `index` passes options to scripts/pypi.js (retries, retryDelayMs).
+async function downloadWheel(cache, { env, log, index = {} }) {
+  try {
+    fs.mkdirSync(cache, { recursive: true });
+  } catch (err) {
+    throw setupError(`cannot create the download cache ${cache}: ${err.message}`, err);
+  }
+  if (freeBytes(cache) < WHEEL_BYTES) throw noSpaceError(cache, WHEEL_BYTES);
+  let indexFailure;
+  try {
+    return await downloadFromIndex({
+      project: PACKAGE,
+      pick: pickWheel,
+      describe: `${PACKAGE} ${TF_VERSION} wheel for ${WHEEL_TAG}`,
+      dir: cache,
+      env,
+      log,
+      ...index,
+    });
+  } catch (err) {
+    if (err.code !== INDEX_ERROR) throw err;
+    indexFailure = err.message;
+  }
+  const noPip = pipUnavailable(env);
+  if (noPip) {
+    throw setupError(
+      `cannot download libtensorflow: ${indexFailure}. The fallback, python3 with pip, is not available ` +
+        `either: ${noPip}. To fix it, check access to the package index (PIP_INDEX_URL or index-url in ` +
+        `pip.conf, HTTPS_PROXY, PIP_CERT), or copy a ${PACKAGE}==${TF_VERSION} wheel for ${WHEEL_TAG} into ` +
+        `${cache}, or ${PYTHON_HINT}.`,
+    );
+  }
+  log(`downloading from the index failed (${indexFailure}); trying pip`);
+  return pipDownload(cache, { env, log });
+}
+
 async function extractWheel(wheel, tmp, log) {
   log(`extracting libtensorflow ${TF_VERSION} from ${wheel} ...`);
   const started = Date.now();
   const written = await extractZip(wheel, tmp, wheelTarget);
-  const libs = written.filter((w) => w.target.startsWith('lib/')).length;
-  if (libs !== LIBS.length) throw zipError(`${path.basename(wheel)} does not contain ${LIBS.join(' and ')}`);
-  const headers = written.length - libs;
-  log(`extracted ${libs} libraries and ${headers} headers in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  const libs = written.filter((w) => w.target.startsWith('lib/'));
+  if (libs.length !== LIBS.length) throw zipError(`${path.basename(wheel)} does not contain ${LIBS.join(' and ')}`);
+  const headers = written.length - libs.length;
+  const stripped = [];
+  for (const lib of libs) {
+    const r = stripSymbols(path.join(tmp, lib.target));
+    if (!r.skipped) stripped.push(`${path.basename(lib.target)} ${fmtMB(r.before)} -> ${fmtMB(r.after)}`);
+  }
+  log(
+    `extracted ${libs.length} libraries and ${headers} headers in ${((Date.now() - started) / 1000).toFixed(1)} s` +
+      `${stripped.length ? ` (symbol tables stripped: ${stripped.join(', ')})` : ''}`,
+  );
   return { source: wheel, kind: 'wheel', headers };
 }
 
-async function fromWheel(tmp, { env, log }) {
+async function fromWheel(tmp, { env, log, index }) {
   const cache = cacheDir(env);
   let wheel = findCachedWheel(cache);
   let downloaded = false;
   if (!wheel) {
-    wheel = await downloadWheel(cache, { env, log });
+    wheel = await downloadWheel(cache, { env, log, index });
     downloaded = true;
   }
   for (;;) {
@@ -630,7 +707,7 @@ async function fromWheel(tmp, { env, log }) {
         );
       }
       log(`the cached wheel ${wheel} is unreadable (${err.message}); deleted it, downloading again`);
-      wheel = await downloadWheel(cache, { env, log });
+      wheel = await downloadWheel(cache, { env, log, index });
       downloaded = true;
     }
   }
@@ -638,17 +715,19 @@ async function fromWheel(tmp, { env, log }) {
 
 // ---------------------------------------------------------------------------
 
-function finish(tmp, deps, info) {
+// Writes what makes tmp/ a complete tree for `dest` (its final path): the
+// libtensorflow.so link, the pkg-config file, the marker (last).
+function finish(tmp, dest, info) {
   const lib = path.join(tmp, 'lib');
   fs.mkdirSync(path.join(lib, 'pkgconfig'), { recursive: true });
   fs.mkdirSync(path.join(tmp, 'include'), { recursive: true });
-  fs.symlinkSync('libtensorflow_cc.so.2', path.join(lib, 'libtensorflow.so'));
-  fs.writeFileSync(path.join(lib, 'pkgconfig', 'tensorflow.pc'), pcText(deps));
+  if (!exists(path.join(lib, 'libtensorflow.so'))) fs.symlinkSync('libtensorflow_cc.so.2', path.join(lib, 'libtensorflow.so'));
+  fs.writeFileSync(path.join(lib, 'pkgconfig', 'tensorflow.pc'), pcText(dest));
   const marker = {
     version: TF_VERSION,
     source: info.source,
     kind: info.kind,
-    deps,
+    deps: dest,
     libs: libSizes(lib),
     headers: info.headers,
     created: new Date().toISOString(),
@@ -665,19 +744,27 @@ function exists(p) {
   }
 }
 
-// Replaces deps/ with tmp/: two renames, so deps/ is either the old tree, absent
-// for an instant, or the new complete tree.
-function swapIn(tmp, deps) {
+function isLink(p) {
+  try {
+    return fs.lstatSync(p).isSymbolicLink();
+  } catch {
+    return false;
+  }
+}
+
+// Replaces dest with tmp: two renames, so dest is either the old tree, absent
+// for an instant, or the new complete tree. Either may be a symlink.
+function swapIn(tmp, dest) {
   let old = null;
-  if (exists(deps)) {
-    old = `${deps}.old-${process.pid}`;
+  if (exists(dest)) {
+    old = `${dest}.old-${process.pid}`;
     fs.rmSync(old, { recursive: true, force: true });
-    fs.renameSync(deps, old);
+    fs.renameSync(dest, old);
   }
   try {
-    fs.renameSync(tmp, deps);
+    fs.renameSync(tmp, dest);
   } catch (err) {
-    if (old) fs.renameSync(old, deps);
+    if (old) fs.renameSync(old, dest);
     throw err;
   }
   if (old) fs.rmSync(old, { recursive: true, force: true });
@@ -685,6 +772,7 @@ function swapIn(tmp, deps) {
 
 // Size of what an incomplete deps/ holds (reclaimable when it is replaced).
 function depsBytes(deps) {
+  if (isLink(deps)) return 0;
   let total = 0;
   for (const lib of LIBS) {
     try {
@@ -697,54 +785,173 @@ function depsBytes(deps) {
   return total;
 }
 
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const LOCK_POLL_MS = 500;
+const LOCK_HEARTBEAT_MS = 5000;
+const LOCK_STALE_MS = 60 * 1000; // no heartbeat for this long: its holder is gone
+
+// Runs fn holding the lock directory `lock` (made with mkdir, which is atomic). A
+// holder refreshes its mtime; a lock whose holder died (same host) or that has no
+// heartbeat is taken over. Two processes that both take over a stale lock only
+// repeat work: every result is renamed into place whole, after a completeness check.
+async function withLock(lock, log, fn) {
+  let told = false;
+  for (;;) {
+    try {
+      fs.mkdirSync(lock);
+      break;
+    } catch (err) {
+      if (err.code !== 'EEXIST') throw err;
+    }
+    let owner = null;
+    let age = 0;
+    try {
+      age = Date.now() - fs.statSync(lock).mtimeMs;
+      owner = JSON.parse(fs.readFileSync(path.join(lock, 'owner.json'), 'utf8'));
+    } catch {
+      // being created or removed right now
+    }
+    const dead = owner && owner.host === os.hostname() && !pidAlive(owner.pid);
+    if (dead || age > LOCK_STALE_MS) {
+      fs.rmSync(lock, { recursive: true, force: true });
+      continue;
+    }
+    if (!told && owner) {
+      log(`waiting for another install (pid ${owner.pid}) that is providing libtensorflow ...`);
+      told = true;
+    }
+    await sleep(LOCK_POLL_MS);
+  }
+  fs.writeFileSync(path.join(lock, 'owner.json'), JSON.stringify({ pid: process.pid, host: os.hostname() }));
+  const heartbeat = setInterval(() => {
+    try {
+      const now = new Date();
+      fs.utimesSync(lock, now, now);
+    } catch {
+      // removed under us: the completeness checks still hold
+    }
+  }, LOCK_HEARTBEAT_MS);
+  heartbeat.unref();
+  try {
+    return await fn();
+  } finally {
+    clearInterval(heartbeat);
+    fs.rmSync(lock, { recursive: true, force: true });
+  }
+}
+
+/** The machine's shared unpacked copy for this version and platform. */
+function sharedDir(env = process.env) {
+  return path.join(cacheDir(env), `libtensorflow-${TF_VERSION}-${PLATFORM_KEY}`);
+}
+
+// Makes the shared copy complete (downloading and unpacking under the lock).
+async function provideShared({ env, log, index }) {
+  const shared = sharedDir(env);
+  if (isComplete(shared)) return shared;
+  const cache = path.dirname(shared);
+  try {
+    fs.mkdirSync(cache, { recursive: true });
+  } catch (err) {
+    throw setupError(
+      `cannot create ${cache} (${err.code}), where libtensorflow is unpacked once per machine: make it ` +
+        `writable, or set XDG_CACHE_HOME to a writable folder, or ${ENV_DIR} to a directory holding ` +
+        `${LIBS.join(' and ')}.`,
+      err,
+    );
+  }
+  return withLock(`${shared}.lock`, log, async () => {
+    if (isComplete(shared)) return shared;
+    removeStale(cache, path.basename(shared));
+    const reclaim = depsBytes(shared);
+    if (freeBytes(cache) + reclaim < DEPS_BYTES) throw noSpaceError(cache, DEPS_BYTES);
+    if (freeBytes(cache) < DEPS_BYTES) {
+      log(`low on disk space: removing the incomplete ${shared} first`);
+      fs.rmSync(shared, { recursive: true, force: true });
+    }
+    const tmp = `${shared}.tmp-${process.pid}`;
+    try {
+      fs.rmSync(tmp, { recursive: true, force: true });
+      fs.mkdirSync(tmp, { recursive: true });
+      finish(tmp, shared, await fromWheel(tmp, { env, log, index }));
+      swapIn(tmp, shared);
+    } finally {
+      fs.rmSync(tmp, { recursive: true, force: true });
+    }
+    log(`libtensorflow ${TF_VERSION} is unpacked in ${shared} (shared by every project of this user)`);
+    return shared;
+  });
+}
+
+// A copy of the shared tree in tmp, for deps/ (copy-on-write where the file system can).
+function copyShared(shared, tmp) {
+  fs.mkdirSync(path.join(tmp, 'lib'), { recursive: true });
+  for (const lib of LIBS) {
+    fs.copyFileSync(path.join(shared, 'lib', lib), path.join(tmp, 'lib', lib), fs.constants.COPYFILE_FICLONE);
+  }
+  fs.cpSync(path.join(shared, 'include'), path.join(tmp, 'include'), { recursive: true });
+  const marker = readMarker(shared);
+  return { source: shared, kind: marker.kind, headers: marker.headers };
+}
+
+// Whether deps/ as it is serves this run: made from $TFJS_NODE_RS_LIBTENSORFLOW
+// when it is set; otherwise a link to the shared copy, or a copy of it with
+// $TFJS_NODE_RS_COPY_LIBTENSORFLOW=1 (a deps/ made from a directory once stays).
+function servesAsIs(deps, { envDir, copy }) {
+  if (!isComplete(deps, envDir)) return false;
+  if (envDir) return !isLink(deps);
+  const marker = readMarker(deps);
+  if (marker.kind === 'directory') return !isLink(deps);
+  return isLink(deps) !== copy;
+}
+
 /**
  * Makes <root>/deps hold libtensorflow 2.21.0 (libs, headers, pkg-config file).
  * Returns { deps, lib, fresh } where fresh tells whether anything was done.
  * Throws an Error with code 'TFJS_NODE_RS_SETUP' and a message for the user.
+ * index: options for the index client (tests make its retries quick).
  */
-async function ensureLibtensorflow({ root = DEFAULT_ROOT, log = defaultLog, env = process.env, platform } = {}) {
+async function ensureLibtensorflow({ root = DEFAULT_ROOT, log = defaultLog, env = process.env, platform, index } = {}) {
   root = path.resolve(root);
   const deps = path.join(root, 'deps');
   const envDir = env[ENV_DIR] ? path.resolve(env[ENV_DIR]) : null;
-  if (isComplete(deps, envDir)) {
+  const copy = env[COPY_ENV] === '1';
+  if (servesAsIs(deps, { envDir, copy })) {
     const marker = readMarker(deps);
-    if (marker.deps !== deps) relocate(deps, marker);
+    if (!isLink(deps) && marker.deps !== deps) relocate(deps, marker);
     return { deps, lib: path.join(deps, 'lib'), fresh: false };
   }
 
   checkPlatform(platform || detectPlatform());
-  removeStale(root);
+  removeStale(root, 'deps');
   const tmp = path.join(root, `deps.tmp-${process.pid}`);
   try {
     fs.rmSync(tmp, { recursive: true, force: true });
-    fs.mkdirSync(tmp, { recursive: true });
-    let info;
+    fs.mkdirSync(root, { recursive: true });
     if (envDir) {
-      info = fromDirectory(envDir, tmp, log);
+      fs.mkdirSync(tmp, { recursive: true });
+      finish(tmp, deps, fromDirectory(envDir, tmp, log));
     } else {
-      const reclaim = depsBytes(deps);
-      if (freeBytes(root) < DEPS_BYTES) {
-        if (freeBytes(root) + reclaim < DEPS_BYTES) throw noSpaceError(root, DEPS_BYTES);
-        log(`low on disk space: removing the incomplete ${deps} first`);
-        fs.rmSync(deps, { recursive: true, force: true });
+      const shared = await provideShared({ env, log, index });
+      if (copy) {
+        if (freeBytes(root) + depsBytes(deps) < COPY_BYTES) throw noSpaceError(root, COPY_BYTES);
+        fs.mkdirSync(tmp, { recursive: true });
+        finish(tmp, deps, copyShared(shared, tmp));
+        log(`${COPY_ENV}=1: copied libtensorflow into ${deps}`);
+      } else {
+        fs.symlinkSync(shared, tmp);
       }
-      info = await fromWheel(tmp, { env, log });
     }
-    finish(tmp, deps, info);
-    if (isComplete(deps, envDir)) {
-      // Another process finished first; keep its tree.
-      fs.rmSync(tmp, { recursive: true, force: true });
-    } else {
-      swapIn(tmp, deps);
-    }
-    log(`libtensorflow ${TF_VERSION} is ready in ${deps}`);
+    swapIn(tmp, deps);
+    log(`libtensorflow ${TF_VERSION} is ready in ${deps}${isLink(deps) ? ` (a link to ${fs.readlinkSync(deps)})` : ''}`);
     return { deps, lib: path.join(deps, 'lib'), fresh: true };
   } catch (err) {
     fs.rmSync(tmp, { recursive: true, force: true });
     if (err.code === SETUP) throw err;
-    if (err.code === 'ENOSPC') throw noSpaceError(root, DEPS_BYTES, err);
+    if (err.code === 'ENOSPC') throw noSpaceError(path.dirname(err.path || deps), DEPS_BYTES, err);
     if (err.code === 'EACCES' || err.code === 'EPERM' || err.code === 'EROFS') {
-      throw setupError(`cannot write ${err.path || root} (${err.code}): make ${root} writable and run \`npm install\` again.`, err);
+      const where = err.path || root;
+      throw setupError(`cannot write ${where} (${err.code}): make it writable and run \`npm install\` again.`, err);
     }
     if (err.code === ZIP_CORRUPT) {
       throw setupError(`cannot read the tensorflow wheel: ${err.message}`, err);
@@ -770,13 +977,15 @@ module.exports = {
   ensureLibtensorflow,
   libtensorflowDir,
   cacheDir,
+  sharedDir,
   TF_VERSION,
+  COPY_ENV,
   SETUP_ERROR_CODE: SETUP,
   setupError,
   log: defaultLog,
   exists,
   // For tests.
-  _internal: { listZip, extractZip, wheelTarget, wantedHeader, checkPlatform, isComplete, ZIP_CORRUPT },
+  _internal: { listZip, extractZip, wheelTarget, wantedHeader, checkPlatform, isComplete, withLock, ZIP_CORRUPT },
 };
 
 if (require.main === module) main();

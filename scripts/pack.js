@@ -32,7 +32,7 @@ const PLATFORMS = {
 const ROOT_REQUIRED = [
   'package.json', 'index.js', 'index.d.ts', 'binding.js', 'binding.d.ts',
   'js/native_loader.js', 'js/native_loader_core.js',
-  'scripts/postinstall.js', 'scripts/libtensorflow.js', 'scripts/build.js',
+  'scripts/postinstall.js', 'scripts/libtensorflow.js', 'scripts/pypi.js', 'scripts/strip_symbols.js', 'scripts/build.js',
 ];
 const ROOT_FORBIDDEN = [
   /^src\//, /^Cargo\.(toml|lock)$/, /^build\.rs$/, /^deps\//, /^target\//, /\.node$/, /^__test__\//,

@@ -13,7 +13,10 @@ const root = path.resolve(__dirname, '..');
 
 async function main() {
   await ensureLibtensorflow({ root, log });
-  if (!isDevCheckout(root)) return 0;
+  if (!isDevCheckout(root)) {
+    log(`postinstall took ${process.uptime().toFixed(2)} s`);
+    return 0;
+  }
   if (process.env.TFJS_NODE_RS_SKIP_BUILD === '1') {
     log('TFJS_NODE_RS_SKIP_BUILD=1: not building the addon');
     return 0;

@@ -1,39 +1,47 @@
 #!/usr/bin/env node
 'use strict';
 // `npm run test:install`: installs tfjs-node-rs the way a user does, from the
-// packed packages, with no Rust toolchain, and uses it.
+// packed packages, with no Rust toolchain and no python3, and uses it.
 //
 //   1. packs the root package and the per-platform package (scripts/pack.js;
 //      builds the addon first if it is missing or stale);
-//   2. for each mode, in a new project in the temp folder, with cargo and rustc
-//      removed from PATH (and CARGO_HOME / RUSTUP_HOME pointing nowhere):
-//        env:   TFJS_NODE_RS_LIBTENSORFLOW=<repo>/deps/lib (postinstall symlinks)
-//        cache: no TFJS_NODE_RS_LIBTENSORFLOW (postinstall extracts the cached
-//               tensorflow-cpu wheel, or downloads it with pip: the default path)
-//      runs `npm install <platform tgz> <root tgz>`, then checks:
-//        - no registry fetch of the platform package, no Rust sources, no build;
-//        - deps/ made by postinstall from the expected source;
-//        - the addon loads libtensorflow from node_modules/tfjs-node-rs/deps/lib;
-//        - a small model trains on the 'tensorflow' backend (tf.getBackend());
-//        - env mode only: with deps/ removed, the load error says libtensorflow
-//          is missing, and `npm rebuild tfjs-node-rs` fixes it;
-//   3. prints the timings; removes the temp folder (unless --keep).
+//   2. with cargo, rustc, python3 and pip removed from PATH (CARGO_HOME /
+//      RUSTUP_HOME pointing nowhere), installs `npm install <platform tgz> <root tgz>`
+//      into fresh projects in the temp folder:
+//        env:    TFJS_NODE_RS_LIBTENSORFLOW=<repo>/deps/lib (deps/ in the project,
+//                libs symlinked); then, with deps/ removed, the load error says
+//                libtensorflow is missing, and `npm rebuild tfjs-node-rs` fixes it;
+//        shared: an empty cache (XDG_CACHE_HOME in the temp folder), filled by the
+//                postinstall's own index client (no pip) from the package index:
+//                by default a mirror on 127.0.0.1 that serves the wheel this
+//                machine already has (see indexSource), or the real index
+//                (--index real). Two projects, the second one's install timed;
+//                each project's node_modules/tfjs-node-rs must stay under 50 MB.
+//                Then the shared copy is removed (a cleaned cache): the load error
+//                says so, and `npm rebuild tfjs-node-rs` repairs it;
+//        copy:   TFJS_NODE_RS_COPY_LIBTENSORFLOW=1: the libraries inside the project;
+//      each time it checks: no registry fetch of the tfjs-node-rs packages, no Rust
+//      sources, no build; deps/ as expected; the addon loads libtensorflow from
+//      where deps/ says; a small model trains on the 'tensorflow' backend;
+//   3. prints the timings and sizes; removes the temp folder (unless --keep).
 //
-//   node scripts/test-install.js [--mode both|env|cache] [--keep] [--root DIR]
+//   node scripts/test-install.js [--mode all|env|shared|copy] [--index mirror|real] [--keep] [--root DIR]
 
 const fs = require('fs');
 const os = require('os');
 const path = require('path');
-const { spawnSync } = require('child_process');
+const { spawn, spawnSync } = require('child_process');
 const { pack, npmCommand } = require('./pack');
-const { exists } = require('./libtensorflow');
+const { exists, cacheDir, sharedDir, COPY_ENV } = require('./libtensorflow');
 
 const ROOT = path.resolve(__dirname, '..');
 const PLATFORM_PACKAGE = 'tfjs-node-rs-linux-x64-gnu';
 const ADDON_FILE = 'tfjs-node-rs.linux-x64-gnu.node';
-const RUST_TOOLS = ['cargo', 'rustc', 'rustup', 'rustdoc'];
-// Everything rustup installs beside them (cargo-clippy, rustfmt, clippy-driver, rls, ...).
-const RUST_TOOL_RE = /^(cargo|rust|clippy|rls)/;
+// What a user without Rust and Python lacks.
+const HIDDEN_TOOLS = ['cargo', 'rustc', 'rustup', 'rustdoc', 'python3', 'python', 'pip', 'pip3'];
+// Everything installed beside them (cargo-clippy, rustfmt, clippy-driver, python3.11, pip3.11, ...).
+const HIDDEN_TOOL_RE = /^(cargo|rust|clippy|rls|python|pip)/;
+const PROJECT_LIMIT = 50 * 1024 * 1024; // node_modules/tfjs-node-rs with the shared copy linked
 const ENV_DIR = 'TFJS_NODE_RS_LIBTENSORFLOW';
 const MB = 1024 * 1024;
 // npm settings from the calling npm that are safe to pass on (network, cache).
@@ -66,23 +74,28 @@ async function timed(label, fn) {
   }
 }
 
+const MODES = ['env', 'shared', 'copy'];
+const USAGE = 'usage: node scripts/test-install.js [--mode all|env|shared|copy] [--index mirror|real] [--keep] [--root DIR]';
+
 function parseArgs(argv) {
-  const opts = { mode: 'both', keep: false, root: ROOT };
+  const opts = { mode: 'all', index: 'mirror', keep: false, root: ROOT };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const [key, inline] = a.includes('=') ? [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)] : [a, null];
     const value = () => (inline !== null ? inline : argv[++i]);
     if (key === '--mode') opts.mode = value();
+    else if (key === '--index') opts.index = value();
     else if (key === '--keep') opts.keep = true;
     else if (key === '--root') opts.root = path.resolve(value());
-    else throw fail(`unknown argument ${a} (usage: node scripts/test-install.js [--mode both|env|cache] [--keep])`);
+    else throw fail(`unknown argument ${a} (${USAGE})`);
   }
-  if (!['both', 'env', 'cache'].includes(opts.mode)) throw fail(`--mode must be both, env or cache (got ${opts.mode})`);
+  if (![...MODES, 'all'].includes(opts.mode)) throw fail(`--mode must be all, ${MODES.join(', ')} (got ${opts.mode})`);
+  if (!['mirror', 'real'].includes(opts.index)) throw fail(`--index must be mirror or real (got ${opts.index})`);
   return opts;
 }
 
 // ---------------------------------------------------------------------------
-// The environment of a user without Rust.
+// The environment of a user without Rust and Python.
 
 function isExecutable(file) {
   try {
@@ -93,17 +106,17 @@ function isExecutable(file) {
   }
 }
 
-// PATH without the Rust tools: folders holding only them are dropped; a folder
+// PATH without the hidden tools: folders holding only them are dropped; a folder
 // that holds them among other tools (e.g. /usr/bin) is replaced by a folder of
 // symlinks to everything else in it.
-function pathWithoutRust(pathValue, shadowBase) {
+function pathWithoutTools(pathValue, shadowBase) {
   const out = [];
   let shadows = 0;
   for (const dir of [...new Set((pathValue || '').split(path.delimiter).filter(Boolean))]) {
     // What `npm run` prepends (this checkout's node_modules/.bin, npm's node-gyp shim).
     if (/[\\/]node_modules[\\/]\.bin$/.test(dir) || /[\\/]node-gyp-bin$/.test(dir)) continue;
-    const rust = RUST_TOOLS.filter((t) => isExecutable(path.join(dir, t)));
-    if (!rust.length) {
+    const hidden = HIDDEN_TOOLS.filter((t) => isExecutable(path.join(dir, t)));
+    if (!hidden.length) {
       out.push(dir);
       continue;
     }
@@ -113,7 +126,7 @@ function pathWithoutRust(pathValue, shadowBase) {
     } catch {
       continue;
     }
-    const others = names.filter((n) => !RUST_TOOLS.includes(n) && !RUST_TOOL_RE.test(n));
+    const others = names.filter((n) => !HIDDEN_TOOLS.includes(n) && !HIDDEN_TOOL_RE.test(n));
     if (!others.length) continue;
     const shadow = path.join(shadowBase, `path-${shadows++}`);
     fs.mkdirSync(shadow, { recursive: true });
@@ -137,16 +150,17 @@ function cleanEnv(tmp) {
   const nowhere = path.join(tmp, 'no-rust');
   env.CARGO_HOME = nowhere;
   env.RUSTUP_HOME = nowhere;
-  env.PATH = pathWithoutRust(process.env.PATH, path.join(tmp, 'bin'));
+  env.PATH = pathWithoutTools(process.env.PATH, path.join(tmp, 'bin'));
   delete env[ENV_DIR];
+  delete env[COPY_ENV];
   delete env.LD_LIBRARY_PATH;
   delete env.NAPI_RS_NATIVE_LIBRARY_PATH;
   delete env.TFJS_NODE_RS_SKIP_BUILD;
   env.npm_config_update_notifier = 'false';
-  const probe = spawnSync('sh', ['-c', `for t in ${RUST_TOOLS.join(' ')}; do command -v $t; done`], { env, encoding: 'utf8' });
-  if ((probe.stdout || '').trim()) throw fail(`could not remove the Rust tools from PATH: ${probe.stdout.trim()}`);
+  const probe = spawnSync('sh', ['-c', `for t in ${HIDDEN_TOOLS.join(' ')}; do command -v $t; done`], { env, encoding: 'utf8' });
+  if ((probe.stdout || '').trim()) throw fail(`could not remove Rust and Python from PATH: ${probe.stdout.trim()}`);
   const node = spawnSync('sh', ['-c', 'command -v node'], { env, encoding: 'utf8' });
-  if (!(node.stdout || '').trim()) throw fail('node is not on PATH without the Rust folders');
+  if (!(node.stdout || '').trim()) throw fail('node is not on PATH without the Rust and Python folders');
   return env;
 }
 
@@ -268,35 +282,61 @@ function writeProject(dir) {
   fs.writeFileSync(path.join(dir, 'train.js'), TRAIN);
 }
 
-async function installMode(mode, { tmp, packed, env: baseEnv, root }) {
-  const project = path.join(tmp, `project-${mode}`);
-  writeProject(project);
-  const env = { ...baseEnv };
-  let libDir = null;
-  if (mode === 'env') {
-    libDir = envLibDir(root);
-    if (!libDir) throw fail(`env mode needs libtensorflow in ${path.join(root, 'deps', 'lib')} or $${ENV_DIR} (run npm install in the repository)`);
-    env[ENV_DIR] = libDir;
+// Bytes a folder takes on disk, links not followed (what `du -s` reports).
+function diskUsage(dir) {
+  let total = 0;
+  const walk = (p) => {
+    const st = fs.lstatSync(p);
+    total += st.blocks * 512;
+    if (st.isDirectory()) for (const n of fs.readdirSync(p)) walk(path.join(p, n));
+  };
+  walk(dir);
+  return total;
+}
+
+function fmtMB(bytes) {
+  return `${(bytes / MB).toFixed(1)} MB`;
+}
+
+const sizes = [];
+
+// deps/ as each layout must leave it: { tree (where the libraries are), check() }.
+function expectedDeps(layout, { pkgDir, env, libDir }) {
+  const deps = path.join(pkgDir, 'deps');
+  const isLink = exists(deps) && fs.lstatSync(deps).isSymbolicLink();
+  if (layout === 'link') {
+    const shared = sharedDir(env);
+    if (!isLink || fs.readlinkSync(deps) !== shared) throw fail(`${deps} is not a link to the shared copy ${shared}`);
+    return { tree: shared, kind: 'wheel' };
   }
+  if (isLink) throw fail(`${deps} is a link, expected a folder inside the project`);
+  return layout === 'copy' ? { tree: deps, kind: 'wheel' } : { tree: libDir, kind: 'directory' };
+}
+
+// Installs the packed packages into a new project and checks and uses it.
+// layout: 'env' ($TFJS_NODE_RS_LIBTENSORFLOW), 'link' (the shared copy) or 'copy'.
+async function installProject(name, layout, { tmp, packed, env, libDir }) {
+  const project = path.join(tmp, `project-${name}`);
+  writeProject(project);
   const platformTgz = packed.platforms[0].file;
   const rootTgz = packed.root.file;
-
-  const install = await timed(`[${mode}] npm install (${mode === 'env' ? `${ENV_DIR}=${libDir}` : 'no ' + ENV_DIR + ': cache / pip'})`, () =>
-    npm(['install', '--no-audit', '--no-fund', '--prefer-offline', '--loglevel', 'http', platformTgz, rootTgz], {
+  const install = await timed(`[${name}] npm install`, () =>
+    npm(['install', '--no-audit', '--no-fund', '--prefer-offline', '--foreground-scripts', '--loglevel', 'http', platformTgz, rootTgz], {
       cwd: project, env, label: 'npm install',
     }));
-  for (const line of install.output.split('\n')) {
-    if (/tfjs-node-rs(:| )/.test(line) && !/npm http/.test(line)) log(`  ${line.trim()}`);
-  }
+  const ours = install.output.split('\n').filter((line) => /tfjs-node-rs:/.test(line) && !/npm http/.test(line));
+  for (const line of ours) log(`  ${line.trim()}`);
+  const postinstall = ours.map((l) => /postinstall took ([\d.]+) s/.exec(l)).find(Boolean);
+  if (postinstall) timings.push([`[${name}] of which postinstall`, Number(postinstall[1])]);
 
   // The platform package came from the tarball, never from the registry.
-  const fetched = install.output.split('\n').filter((l) => /https?:\/\/\S*tfjs-node-rs/.test(l));
+  const fetched = install.output.split('\n').filter((l) => /https?:\/\/\S*tfjs-node-rs/.test(l) && !/127\.0\.0\.1/.test(l));
   if (fetched.length) throw fail(`npm fetched a tfjs-node-rs package from a registry:\n${fetched.join('\n')}`);
   const lock = JSON.parse(fs.readFileSync(path.join(project, 'package-lock.json'), 'utf8'));
-  for (const name of ['tfjs-node-rs', PLATFORM_PACKAGE]) {
-    const entry = lock.packages[`node_modules/${name}`];
+  for (const pkg of ['tfjs-node-rs', PLATFORM_PACKAGE]) {
+    const entry = lock.packages[`node_modules/${pkg}`];
     if (!entry || !/^file:.*\.tgz$/.test(entry.resolved || '')) {
-      throw fail(`package-lock.json: ${name} is not installed from its tarball (${JSON.stringify(entry)})`);
+      throw fail(`package-lock.json: ${pkg} is not installed from its tarball (${JSON.stringify(entry)})`);
     }
   }
   const nm = path.join(project, 'node_modules');
@@ -310,67 +350,111 @@ async function installMode(mode, { tmp, packed, env: baseEnv, root }) {
   }
   const built = findFiles(project, (p, it) => it.isDirectory() && it.name === 'target' && exists(path.join(p, 'release')));
   if (built.length) throw fail(`a Rust build ran: ${built.join(', ')}`);
-  // libtensorflow provided by postinstall.
+  // libtensorflow provided by postinstall, in the expected layout.
   let marker;
   try {
     marker = JSON.parse(fs.readFileSync(path.join(pkgDir, 'deps', '.complete'), 'utf8'));
   } catch {
     throw fail(`postinstall did not provide libtensorflow (${path.join(pkgDir, 'deps', '.complete')} is missing); npm output:\n${install.output.slice(-4000)}`);
   }
-  const wantKind = mode === 'env' ? 'directory' : 'wheel';
-  if (marker.kind !== wantKind) throw fail(`deps/ was made from ${marker.kind} (${marker.source}), expected ${wantKind}`);
+  const want = expectedDeps(layout, { pkgDir, env, libDir });
+  if (marker.kind !== want.kind) throw fail(`deps/ was made from ${marker.kind} (${marker.source}), expected ${want.kind}`);
   log(`  libtensorflow ${marker.version} from ${marker.kind} ${marker.source}`);
+  const projectBytes = diskUsage(pkgDir);
+  sizes.push([`[${name}] node_modules/tfjs-node-rs`, projectBytes], [`[${name}] node_modules`, diskUsage(nm)]);
+  if (layout !== 'copy' && projectBytes > PROJECT_LIMIT) {
+    throw fail(`node_modules/tfjs-node-rs takes ${fmtMB(projectBytes)}, over ${fmtMB(PROJECT_LIMIT)}`);
+  }
 
-  // The prebuilt addon finds libtensorflow through its RUNPATH.
-  const loaded = await timed(`[${mode}] load the addon`, () => {
+  // The prebuilt addon finds libtensorflow through its RUNPATH, where deps/ says.
+  const loaded = await timed(`[${name}] load the addon`, () => {
     const res = nodeScript(project, env, LOAD_CHECK, 'loading the addon');
     return JSON.parse(res.stdout.trim().split('\n').pop());
   });
   log(`  ${JSON.stringify(loaded)}`);
   if (!/^2\./.test(loaded.tfVersion)) throw fail(`TF_Version is ${loaded.tfVersion}`);
   if (fs.realpathSync(loaded.addon) !== fs.realpathSync(addon)) throw fail(`the addon loaded from ${loaded.addon}, not ${addon}`);
-  const expectLib = fs.realpathSync(path.join(pkgDir, 'deps', 'lib', 'libtensorflow_cc.so.2'));
+  const expectLib = fs.realpathSync(path.join(want.tree, layout === 'env' ? '' : 'lib', 'libtensorflow_cc.so.2'));
   if (!loaded.libtensorflow || fs.realpathSync(loaded.libtensorflow) !== expectLib) {
     throw fail(`libtensorflow_cc.so.2 was loaded from ${loaded.libtensorflow}, not ${expectLib}`);
   }
-  if (mode === 'cache' && !loaded.libtensorflow.startsWith(pkgDir + path.sep)) {
-    throw fail(`libtensorflow_cc.so.2 was loaded from ${loaded.libtensorflow}, outside ${pkgDir}`);
-  }
   if (loaded.logLevel !== '2') throw fail(`TF_CPP_MIN_LOG_LEVEL is ${loaded.logLevel} after loading, expected 2`);
 
-  const trained = await timed(`[${mode}] train a model on the tensorflow backend`, () => {
+  const trained = await timed(`[${name}] train a model on the tensorflow backend`, () => {
     const res = run(process.execPath, ['train.js'], { cwd: project, env, label: 'train.js' });
     return JSON.parse(res.stdout.trim().split('\n').pop());
   });
   log(`  ${JSON.stringify(trained)}`);
+  return { project, pkgDir };
+}
 
-  if (mode === 'env') {
-    // The message for a missing libtensorflow, and the fix it suggests.
-    const depsDir = path.join(pkgDir, 'deps');
-    fs.rmSync(depsDir, { recursive: true, force: true });
-    // The loader throws; require('tfjs-node-rs') may throw it or (tfjs initializes
-    // backends lazily) print it when the backend fails to start: either way the
-    // user must see it.
-    const probes = {
-      'tfjs-node-rs/js/native_loader': "require('tfjs-node-rs/js/native_loader')",
-      'tfjs-node-rs': "const tf = require('tfjs-node-rs'); Promise.resolve(tf.ready && tf.ready())" +
-        ".then(() => console.log('backend: ' + tf.getBackend()))",
-    };
-    for (const [what, code] of Object.entries(probes)) {
-      const broken = nodeScript(project, env, code, `require('${what}') without libtensorflow`, true);
-      if (what === 'tfjs-node-rs/js/native_loader' && broken.status === 0) throw fail(`require('${what}') without libtensorflow succeeded`);
-      if (!/libtensorflow is missing/.test(broken.output) || !/npm rebuild tfjs-node-rs/.test(broken.output)) {
-        throw fail(`require('${what}') without libtensorflow did not say that libtensorflow is missing:\n${broken.output}`);
-      }
-      const line = broken.output.split('\n').find((l) => /libtensorflow is missing/.test(l)).trim();
-      log(`  require('${what}') without deps/ (exit code ${broken.status}): ${line.slice(0, 160)}...`);
+// The load error when libtensorflow is gone says `expected`, and `npm rebuild
+// tfjs-node-rs` brings it back.
+async function breakAndRebuild(name, { project, env, expected }) {
+  // The loader throws; require('tfjs-node-rs') may throw it or (tfjs initializes
+  // backends lazily) print it when the backend fails to start: either way the
+  // user must see it.
+  const probes = {
+    'tfjs-node-rs/js/native_loader': "require('tfjs-node-rs/js/native_loader')",
+    'tfjs-node-rs': "const tf = require('tfjs-node-rs'); Promise.resolve(tf.ready && tf.ready())" +
+      ".then(() => console.log('backend: ' + tf.getBackend()))",
+  };
+  for (const [what, code] of Object.entries(probes)) {
+    const broken = nodeScript(project, env, code, `require('${what}') without libtensorflow`, true);
+    if (what === 'tfjs-node-rs/js/native_loader' && broken.status === 0) throw fail(`require('${what}') without libtensorflow succeeded`);
+    if (!expected.test(broken.output) || !/npm rebuild tfjs-node-rs/.test(broken.output)) {
+      throw fail(`require('${what}') without libtensorflow did not say ${expected}:\n${broken.output}`);
     }
-    await timed(`[${mode}] npm rebuild tfjs-node-rs`, () =>
-      npm(['rebuild', 'tfjs-node-rs', '--no-audit', '--no-fund'], { cwd: project, env, label: 'npm rebuild tfjs-node-rs' }));
-    const again = nodeScript(project, env, "console.log(require('tfjs-node-rs/js/native_loader').tfVersion())", 'loading after npm rebuild');
-    if (!/^2\./.test(again.stdout.trim())) throw fail(`after npm rebuild: ${again.output}`);
+    const line = broken.output.split('\n').find((l) => expected.test(l)).trim();
+    log(`  require('${what}') (exit code ${broken.status}): ${line.slice(0, 200)}...`);
   }
-  return { project, marker, loaded, trained };
+  await timed(`[${name}] npm rebuild tfjs-node-rs`, () =>
+    npm(['rebuild', 'tfjs-node-rs', '--no-audit', '--no-fund'], { cwd: project, env, label: 'npm rebuild tfjs-node-rs' }));
+  const again = nodeScript(project, env, "console.log(require('tfjs-node-rs/js/native_loader').tfVersion())", 'loading after npm rebuild');
+  if (!/^2\./.test(again.stdout.trim())) throw fail(`after npm rebuild: ${again.output}`);
+}
+
+// Where the shared and copy modes' empty cache gets the wheel from. By default a
+// mirror on 127.0.0.1 serving the wheel this machine's cache already holds (put
+// there by the checkout's own `npm install`, which fetched and checked it with the
+// same index client): the postinstall runs the whole download path (simple-API
+// JSON, streaming, sha256) without moving 274 MB over the network on every CI
+// run. With --index real, or when the machine has no wheel, the real index.
+function findMachineWheel() {
+  const cache = cacheDir(process.env);
+  let names = [];
+  try {
+    names = fs.readdirSync(cache);
+  } catch {
+    // no cache
+  }
+  const wheel = names.find((n) => /^tensorflow_cpu-2\.21\.0-cp311-cp311-manylinux_2_27_x86_64\.whl$/.test(n));
+  return wheel ? path.join(cache, wheel) : null;
+}
+
+async function indexSource(choice) {
+  const wheel = choice === 'mirror' ? findMachineWheel() : null;
+  if (!wheel) {
+    log(choice === 'mirror' ? 'no cached wheel on this machine: the empty cache is filled from the real index' : 'the empty cache is filled from the real index');
+    return { env: {}, stop() {} };
+  }
+  const server = spawn(process.execPath, ['-e', `
+    const fs = require('fs');
+    const { startIndex } = require(${JSON.stringify(path.join(ROOT, '__test__', 'support', 'index_server.js'))});
+    const file = ${JSON.stringify(wheel)};
+    startIndex([{ filename: require('path').basename(file), data: fs.readFileSync(file) }])
+      .then((index) => console.log(index.url));
+  `], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const url = await new Promise((resolve, reject) => {
+    let out = '';
+    server.stdout.on('data', (chunk) => {
+      out += chunk;
+      if (out.includes('\n')) resolve(out.trim());
+    });
+    server.on('exit', (code) => reject(fail(`the index mirror exited (code ${code})`)));
+  });
+  log(`index mirror of ${wheel} at ${url}`);
+  return { env: { PIP_INDEX_URL: url, PIP_CONFIG_FILE: os.devnull }, stop: () => server.kill() };
 }
 
 async function main() {
@@ -379,33 +463,49 @@ async function main() {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tfjs-node-rs-install-'));
   log(`working in ${tmp}`);
   let ok = false;
+  let source = null;
   try {
     const packed = await timed('pack', () => pack({ root: opts.root, out: path.join(tmp, 'packs'), build: true }));
     const env = cleanEnv(tmp);
-    log(`PATH without Rust: ${env.PATH}`);
-    const modes = opts.mode === 'both' ? ['env', 'cache'] : [opts.mode];
-    if (modes.includes('cache')) {
-      let free = Infinity;
-      try {
-        const s = fs.statfsSync(tmp);
-        free = s.bavail * s.bsize;
-      } catch {
-        // unknown
-      }
-      if (free < 1200 * MB) {
-        throw fail(`${tmp} has ${Math.round(free / MB)} MB free; the cache mode extracts ~850 MB of libtensorflow (set TMPDIR elsewhere)`);
-      }
+    log(`PATH without Rust and Python: ${env.PATH}`);
+    const modes = opts.mode === 'all' ? MODES : [opts.mode];
+    const ctx = { tmp, packed };
+    if (modes.includes('env')) {
+      const libDir = envLibDir(opts.root);
+      if (!libDir) throw fail(`env mode needs libtensorflow in ${path.join(opts.root, 'deps', 'lib')} or $${ENV_DIR} (run npm install in the repository)`);
+      const envEnv = { ...env, [ENV_DIR]: libDir };
+      const { project, pkgDir } = await installProject('env', 'env', { ...ctx, env: envEnv, libDir });
+      fs.rmSync(path.join(pkgDir, 'deps'), { recursive: true, force: true });
+      await breakAndRebuild('env', { project, env: envEnv, expected: /libtensorflow is missing/ });
+      if (!opts.keep) fs.rmSync(project, { recursive: true, force: true });
     }
-    for (const mode of modes) {
-      await installMode(mode, { tmp, packed, env, root: opts.root });
-      if (!opts.keep) fs.rmSync(path.join(tmp, `project-${mode}`), { recursive: true, force: true });
+    if (modes.includes('shared') || modes.includes('copy')) {
+      const free = fs.statfsSync(tmp).bavail * fs.statfsSync(tmp).bsize;
+      if (free < 1800 * MB) {
+        throw fail(`${tmp} has ${Math.round(free / MB)} MB free; the wheel, the shared copy and a copy take ~1.6 GB (set TMPDIR elsewhere)`);
+      }
+      source = await indexSource(opts.index);
+      // An empty cache of its own; the index (or its mirror) is the only source.
+      const cachedEnv = { ...env, ...source.env, XDG_CACHE_HOME: path.join(tmp, 'cache') };
+      if (modes.includes('shared')) {
+        await installProject('first', 'link', { ...ctx, env: cachedEnv });
+        const second = await installProject('second', 'link', { ...ctx, env: cachedEnv });
+        fs.rmSync(sharedDir(cachedEnv), { recursive: true });
+        await breakAndRebuild('second', { project: second.project, env: cachedEnv, expected: /shared copy .* no longer holds/ });
+      }
+      if (modes.includes('copy')) {
+        await installProject('copy', 'copy', { ...ctx, env: { ...cachedEnv, [COPY_ENV]: '1' } });
+      }
     }
     ok = true;
   } finally {
+    if (source) source.stop();
     const total = (Date.now() - started) / 1000;
     log('timings:');
     for (const [label, s] of timings) log(`  ${s.toFixed(1).padStart(7)} s  ${label}`);
     log(`  ${total.toFixed(1).padStart(7)} s  total`);
+    log('sizes on disk (links not followed):');
+    for (const [label, bytes] of sizes) log(`  ${fmtMB(bytes).padStart(10)}  ${label}`);
     if (opts.keep) log(`kept ${tmp}`);
     else fs.rmSync(tmp, { recursive: true, force: true });
     log(ok ? 'PASS' : 'FAIL');
