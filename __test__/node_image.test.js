@@ -263,7 +263,7 @@ test('encodeJpeg honours its options; the result decodes back to the image', asy
   tf.dispose([image, gray, grayBack]);
 });
 
-test('200k decodes in a synchronous loop keep RSS flat (each call builds fresh attrs)', () => {
+test('200k decodes in a synchronous loop keep the heap flat (each call builds fresh attrs)', () => {
   const {spawnSync} = require('node:child_process');
   const script = `
     const tf = require(${JSON.stringify(require('path').resolve(__dirname, '..'))});
@@ -271,13 +271,17 @@ test('200k decodes in a synchronous loop keep RSS flat (each call builds fresh a
     const decode = (n) => { for (let i = 0; i < n; i++) tf.node.decodeJpeg(bytes).dispose(); };
     decode(5000);
     gc();
-    const before = process.memoryUsage().rss;
+    const before = process.memoryUsage();
     decode(200000);
     gc();
-    console.log((process.memoryUsage().rss - before) / 1e6);`;
+    const after = process.memoryUsage();
+    console.log(JSON.stringify({heap: (after.heapTotal - before.heapTotal) / 1e6,
+                                rss: (after.rss - before.rss) / 1e6}));`;
   const run = spawnSync(process.execPath, ['--expose-gc', '-e', script], {encoding: 'utf8'});
   assert.equal(run.status, 0, run.stderr);
-  const grownMB = Number(run.stdout.trim());
-  // tfjs-node stays under 1 MB; the op runner's per-array WeakMap grew this by 23-45 MB.
-  assert.ok(grownMB < 15, `RSS grew ${grownMB.toFixed(1)} MB over 200k decodes`);
+  const grown = JSON.parse(run.stdout.trim());
+  // What a decode kept was a WeakMap entry per attrs array in the op runner: V8's heap grew
+  // 17-18 MB over 200k decodes (RSS 39-45 MB); now under 1 MB. RSS itself moves by V8's page
+  // decisions (7-28 MB here either way), so the heap is what is asserted.
+  assert.ok(grown.heap < 5, `V8's heap grew ${grown.heap.toFixed(1)} MB over 200k decodes (RSS ${grown.rss.toFixed(1)} MB)`);
 });

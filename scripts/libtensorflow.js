@@ -985,7 +985,7 @@ module.exports = {
   log: defaultLog,
   exists,
   // For tests.
-  _internal: { listZip, extractZip, wheelTarget, wantedHeader, checkPlatform, isComplete, withLock, ZIP_CORRUPT },
+  _internal: { listZip, extractZip, findCachedWheel, wheelTarget, wantedHeader, checkPlatform, isComplete, withLock, ZIP_CORRUPT },
 };
 
 if (require.main === module) main();
