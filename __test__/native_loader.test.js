@@ -308,6 +308,13 @@ test('TF_Version of another major version is rejected, naming found and needed',
   assert.ok(loadWith({ requireBinding: () => ({ tfVersion: () => '2.99.1' }) }));
 });
 
+test("the loaded binding carries TF_Version, as tfjs-node's binding does", () => {
+  // Client libraries (e.g. @vladmandic/human) read tf.backend().binding.TF_Version to tell that
+  // tfjs-node is present, and fall back to tfjs's cpu backend without it.
+  const binding = loadWith({ requireBinding: () => ({ tfVersion: () => '2.99.1' }) });
+  assert.strictEqual(binding.TF_Version, '2.99.1');
+});
+
 test('readElfDynamic reads DT_NEEDED and DT_RUNPATH', () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tfjs-node-rs-elf-'));
   try {

@@ -35,7 +35,8 @@ async function main(): Promise<void> {
   const [info]: binding.TensorInfo[] = binding.executeOp('Neg', [{ name: 'T', type: 'type', value: 'float32' }], [id], 1);
   const read = binding.tensorDataSync(info.id);
   const stats: binding.Stats = binding.stats();
-  void [values, backendVersion, handler, http, metaGraphs, out, fetched, count, jpeg, gif, read, stats];
+  const linked: string = backend.binding.TF_Version;
+  void [values, backendVersion, handler, http, metaGraphs, out, fetched, count, jpeg, gif, read, stats, linked];
 }
 
 void main;
