@@ -338,7 +338,7 @@ const built = path.join(ROOT, loader.ADDON_FILE);
 test('the built addon: RUNPATH, and the real missing-libtensorflow error', { skip: !fs.existsSync(built) && 'addon not built' }, () => {
   const elf = loader.readElfDynamic(built);
   assert.ok(elf.needed.includes('libtensorflow_cc.so.2'), JSON.stringify(elf));
-  for (const dir of ['$ORIGIN/deps/lib', '$ORIGIN/../tfjs-node-rs/deps/lib', '$ORIGIN/../../deps/lib']) {
+  for (const dir of ['$ORIGIN/deps/lib', '$ORIGIN/../tfjs-node-rs/deps/lib', '$ORIGIN/../@tensorflow/tfjs-node/deps/lib', '$ORIGIN/../../deps/lib']) {
     assert.ok(elf.runpath.includes(dir), `RUNPATH lacks ${dir}: ${JSON.stringify(elf)}`);
   }
   const inst = fakeInstall();

@@ -17,9 +17,15 @@
 //        - a small model trains on the 'tensorflow' backend (tf.getBackend());
 //        - env mode only: with deps/ removed, the load error says libtensorflow
 //          is missing, and `npm rebuild tfjs-node-rs` fixes it;
+//      and one more mode:
+//        alias: the root package installed as `@tensorflow/tfjs-node` (what npm's
+//               `@tensorflow/tfjs-node@npm:tfjs-node-rs` makes, so that libraries
+//               built for tfjs-node use this package), TFJS_NODE_RS_LIBTENSORFLOW
+//               set: `require('@tensorflow/tfjs-node')` runs ops on the 'tensorflow'
+//               backend and its binding carries tfjs-node's TF_Version;
 //   3. prints the timings; removes the temp folder (unless --keep).
 //
-//   node scripts/test-install.js [--mode both|env|cache] [--keep] [--root DIR]
+//   node scripts/test-install.js [--mode all|env|cache|alias] [--keep] [--root DIR]
 
 const fs = require('fs');
 const os = require('os');
@@ -35,6 +41,9 @@ const RUST_TOOLS = ['cargo', 'rustc', 'rustup', 'rustdoc'];
 // Everything rustup installs beside them (cargo-clippy, rustfmt, clippy-driver, rls, ...).
 const RUST_TOOL_RE = /^(cargo|rust|clippy|rls)/;
 const ENV_DIR = 'TFJS_NODE_RS_LIBTENSORFLOW';
+const MODES = ['env', 'cache', 'alias'];
+/** The name libraries made for tfjs-node require. */
+const ALIAS = '@tensorflow/tfjs-node';
 const MB = 1024 * 1024;
 // npm settings from the calling npm that are safe to pass on (network, cache).
 const NPM_CONFIG_KEEP = new Set([
@@ -67,7 +76,7 @@ async function timed(label, fn) {
 }
 
 function parseArgs(argv) {
-  const opts = { mode: 'both', keep: false, root: ROOT };
+  const opts = { mode: 'all', keep: false, root: ROOT };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const [key, inline] = a.includes('=') ? [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)] : [a, null];
@@ -75,9 +84,9 @@ function parseArgs(argv) {
     if (key === '--mode') opts.mode = value();
     else if (key === '--keep') opts.keep = true;
     else if (key === '--root') opts.root = path.resolve(value());
-    else throw fail(`unknown argument ${a} (usage: node scripts/test-install.js [--mode both|env|cache] [--keep])`);
+    else throw fail(`unknown argument ${a} (usage: node scripts/test-install.js [--mode all|env|cache|alias] [--keep])`);
   }
-  if (!['both', 'env', 'cache'].includes(opts.mode)) throw fail(`--mode must be both, env or cache (got ${opts.mode})`);
+  if (!['all', ...MODES].includes(opts.mode)) throw fail(`--mode must be all, ${MODES.join(', ')} (got ${opts.mode})`);
   return opts;
 }
 
@@ -373,6 +382,42 @@ async function installMode(mode, { tmp, packed, env: baseEnv, root }) {
   return { project, marker, loaded, trained };
 }
 
+// What the alias project runs: a program written for tfjs-node.
+const ALIAS_CHECK = `
+const tf = require('${ALIAS}');
+tf.ready().then(() => {
+  const squares = Array.from(tf.tensor([1, 2, 3]).square().dataSync());
+  console.log(JSON.stringify({ backend: tf.getBackend(), tfVersion: tf.backend().binding.TF_Version,
+                               rs: tf.version['tfjs-node-rs'], squares }));
+});
+`;
+
+/** The root package installed under tfjs-node's name, as npm's alias puts it. */
+async function installAlias(mode, { tmp, packed, env: baseEnv, root }) {
+  const project = path.join(tmp, `project-${mode}`);
+  writeProject(project);
+  const libDir = envLibDir(root);
+  if (!libDir) throw fail(`alias mode needs libtensorflow in ${path.join(root, 'deps', 'lib')} or $${ENV_DIR}`);
+  const env = { ...baseEnv, [ENV_DIR]: libDir };
+  // `name@file:<tgz>` installs the tarball under that name, exactly as `name@npm:tfjs-node-rs`
+  // installs the registry's.
+  await timed(`[${mode}] npm install ${ALIAS}@file:<root tgz>`, () =>
+    npm(['install', '--no-audit', '--no-fund', '--prefer-offline', packed.platforms[0].file,
+         `${ALIAS}@file:${packed.root.file}`], { cwd: project, env, label: 'npm install (alias)' }));
+  const installed = path.join(project, 'node_modules', ...ALIAS.split('/'));
+  if (!exists(path.join(installed, 'deps', '.complete'))) throw fail(`postinstall did not provide libtensorflow in ${installed}/deps`);
+  const used = await timed(`[${mode}] require('${ALIAS}')`, () => {
+    const res = nodeScript(project, env, ALIAS_CHECK, `require('${ALIAS}')`);
+    return JSON.parse(res.stdout.trim().split('\n').pop());
+  });
+  log(`  ${JSON.stringify(used)}`);
+  if (used.backend !== 'tensorflow') throw fail(`tf.getBackend() is '${used.backend}', not 'tensorflow'`);
+  if (!/^2\./.test(used.tfVersion)) throw fail(`tf.backend().binding.TF_Version is ${used.tfVersion}`);
+  if (!used.rs) throw fail(`require('${ALIAS}') is not tfjs-node-rs`);
+  if (JSON.stringify(used.squares) !== '[1,4,9]') throw fail(`squares: ${used.squares}`);
+  return { project, used };
+}
+
 async function main() {
   const opts = parseArgs(process.argv.slice(2));
   const started = Date.now();
@@ -383,7 +428,7 @@ async function main() {
     const packed = await timed('pack', () => pack({ root: opts.root, out: path.join(tmp, 'packs'), build: true }));
     const env = cleanEnv(tmp);
     log(`PATH without Rust: ${env.PATH}`);
-    const modes = opts.mode === 'both' ? ['env', 'cache'] : [opts.mode];
+    const modes = opts.mode === 'all' ? MODES : [opts.mode];
     if (modes.includes('cache')) {
       let free = Infinity;
       try {
@@ -397,7 +442,7 @@ async function main() {
       }
     }
     for (const mode of modes) {
-      await installMode(mode, { tmp, packed, env, root: opts.root });
+      await (mode === 'alias' ? installAlias : installMode)(mode, { tmp, packed, env, root: opts.root });
       if (!opts.keep) fs.rmSync(path.join(tmp, `project-${mode}`), { recursive: true, force: true });
     }
     ok = true;
