@@ -165,6 +165,25 @@ function wasmDir() {
 const round = (x, digits = 4) => Number(x.toFixed(digits));
 const boxOf = (b) => b.map((v) => round(v, 1));
 
+/**
+ * `once(image)` (a whole pipeline, returning its summary) on each image, then `repeat` more
+ * times on the first; disposes the images. The first call's time and the later ones'.
+ */
+async function timeCalls(tf, images, once, repeat) {
+  const timed = async (image) => {
+    const t0 = performance.now();
+    const summary = await once(image);
+    return {summary, ms: performance.now() - t0};
+  };
+  const first = [];
+  for (const image of images) first.push(await timed(image));
+  const steadyMs = [];
+  for (let i = 0; i < repeat; i++) steadyMs.push((await timed(images[0])).ms);
+  tf.dispose(images);
+  return {backend: tf.getBackend(), summaries: first.map((r) => r.summary), firstMs: first[0].ms,
+          steadyMs};
+}
+
 /** A local HTTP server of the files in `dir`; `url` ends with '/'. */
 function serveFiles(dir) {
   const http = require('http');
@@ -244,21 +263,7 @@ async function runHuman(dir, backend, {repeat = 0} = {}) {
       sample: Array.from(alpha.filter((_, i) => i % 9973 === 0)),
     });
   };
-  const times = [];
-  const summaries = [];
-  for (const image of images) {
-    const t0 = performance.now();
-    summaries.push(await once(image));
-    times.push(performance.now() - t0);
-  }
-  const steady = [];
-  for (let i = 0; i < repeat; i++) {
-    const t0 = performance.now();
-    await once(images[0]);
-    steady.push(performance.now() - t0);
-  }
-  tf.dispose(images);
-  return {backend: tf.getBackend(), summaries, firstMs: times[0], steadyMs: steady};
+  return timeCalls(tf, images, once, repeat);
 }
 
 /**
@@ -315,23 +320,9 @@ async function runFaceApi(dir, backend, {repeat = 0} = {}) {
   }
   const options = new faceapi.SsdMobilenetv1Options({minConfidence: 0.2, maxResults: 10});
   const images = decodeImages(tf, sampleImages(dir).faceApi);
-  const once = (image) => faceapi.detectAllFaces(image, options).withFaceLandmarks()
-      .withFaceExpressions().withAgeAndGender().withFaceDescriptors();
-  const times = [];
-  const summaries = [];
-  for (const image of images) {
-    const t0 = performance.now();
-    summaries.push(summarizeFaceApi(await once(image)));
-    times.push(performance.now() - t0);
-  }
-  const steady = [];
-  for (let i = 0; i < repeat; i++) {
-    const t0 = performance.now();
-    await once(images[0]);
-    steady.push(performance.now() - t0);
-  }
-  tf.dispose(images);
-  return {backend: tf.getBackend(), summaries, firstMs: times[0], steadyMs: steady};
+  const once = async (image) => summarizeFaceApi(await faceapi.detectAllFaces(image, options)
+      .withFaceLandmarks().withFaceExpressions().withAgeAndGender().withFaceDescriptors());
+  return timeCalls(tf, images, once, repeat);
 }
 
 const CLIENTS = {human: runHuman, 'face-api': runFaceApi};
