@@ -18,7 +18,7 @@
 // Also the drivers both use: `runHuman` and `runFaceApi` run one library on sample images and
 // return a summary of its results (boxes, scores, labels, descriptors) and its call times.
 //
-//   node scripts/clients.js            installs the projects (a no-op when present)
+//   node scripts/clients.js            installs the tensorflow project (a no-op when present)
 //   node scripts/clients.js --record   writes __test__/fixtures/clients/expected.json from tfjs-node
 
 const fs = require('fs');
