@@ -22,10 +22,13 @@ fn main() {
     // libtensorflow is found at run time next to the addon, wherever npm put it:
     // - a development checkout: <repo>/deps/lib beside <repo>/tfjs-node-rs.*.node;
     // - a per-platform package: node_modules/tfjs-node-rs-<platform>/ beside node_modules/tfjs-node-rs/deps/lib
-    //   (or nested under the root package's own node_modules).
+    //   (or nested under the root package's own node_modules);
+    // - the same, with the root package installed as `@tensorflow/tfjs-node` (npm's alias
+    //   `@tensorflow/tfjs-node@npm:tfjs-node-rs`, so that libraries made for tfjs-node load it).
     for dir in [
         "$ORIGIN/deps/lib",
         "$ORIGIN/../tfjs-node-rs/deps/lib",
+        "$ORIGIN/../@tensorflow/tfjs-node/deps/lib",
         "$ORIGIN/../../deps/lib",
     ] {
         println!("cargo:rustc-cdylib-link-arg=-Wl,-rpath,{dir}");

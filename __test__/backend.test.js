@@ -37,6 +37,8 @@ test('require returns the tfjs API on the tensorflow backend', () => {
   // Registered above cpu (1) and webgl (2).
   assert.ok(tf.engine().registryFactory.tensorflow.priority > 2);
   assert.ok(tf.findBackend('tensorflow') !== null);
+  // What client libraries check to tell tfjs-node is present (tfjs-node's binding has it too).
+  assert.strictEqual(backend().binding.TF_Version, binding.tfVersion());
 });
 
 test('registers every kernel tfjs-node registers, and more', () => {

@@ -90,6 +90,36 @@ test('a repeated run is deferred, then runs as one graph, with the values of eag
   tf.dispose([w, u, b, h]);
 });
 
+test('many compiled runs, each in a graph of its own, keep their values when met again', () => {
+  // One run per input shape: 60 runs are compiled, then each is met again, oldest first.
+  const shapes = Array.from({length: 60}, (_, i) => [i + 1, 3]);
+  const chain = (x) => tf.tidy(() => {
+    let y = x;
+    for (let i = 0; i < 4; i++) y = tf.relu(tf.add(tf.mul(y, -1.5), 0.25 * i));
+    return y;
+  });
+  const reference = (v) => {
+    let y = v;
+    for (let i = 0; i < 4; i++) y = Math.max(0, y * -1.5 + 0.25 * i);
+    return y;
+  };
+  const check = (shape, seed) => {
+    const xv = randoms(shape[0] * shape[1], seed);
+    const x = tf.tensor2d(xv, shape);
+    const out = chain(x);
+    close(out.dataSync(), Array.from(xv, reference), 1e-5);
+    tf.dispose([x, out]);
+  };
+  const before = binding.stats();
+  for (const shape of shapes) for (let call = 0; call < 3; call++) check(shape, shape[0] * 7 + call);
+  const compiled = binding.stats().compiledRuns - before.compiledRuns;
+  assert.ok(compiled >= shapes.length, `${compiled} runs compiled`);
+  const graphRuns = binding.stats().graphRuns;
+  for (const shape of shapes) check(shape, 1000 + shape[0]);
+  assert.strictEqual(binding.stats().graphRuns - graphRuns, shapes.length, 'each ran as its graph');
+  assert.strictEqual(binding.stats().compiledRuns - before.compiledRuns, compiled, 'none again');
+});
+
 test('deferred outputs nobody holds are never computed; memory returns to its start', () => {
   const a = tf.tensor2d(randoms(12, 5), [3, 4]);
   let start, startNative;

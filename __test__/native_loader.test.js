@@ -341,6 +341,13 @@ test('TF_Version of another major version is rejected, naming found and needed',
   assert.ok(loadWith({ requireBinding: () => ({ tfVersion: () => '2.99.1' }) }));
 });
 
+test("the loaded binding carries TF_Version, as tfjs-node's binding does", () => {
+  // Client libraries (e.g. @vladmandic/human) read tf.backend().binding.TF_Version to tell that
+  // tfjs-node is present, and fall back to tfjs's cpu backend without it.
+  const binding = loadWith({ requireBinding: () => ({ tfVersion: () => '2.99.1' }) });
+  assert.strictEqual(binding.TF_Version, '2.99.1');
+});
+
 test('readElfDynamic reads DT_NEEDED and DT_RUNPATH', () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tfjs-node-rs-elf-'));
   try {
@@ -364,7 +371,7 @@ const built = path.join(ROOT, loader.ADDON_FILE);
 test('the built addon: RUNPATH, and the real missing-libtensorflow error', { skip: !fs.existsSync(built) && 'addon not built' }, () => {
   const elf = loader.readElfDynamic(built);
   assert.ok(elf.needed.includes('libtensorflow_cc.so.2'), JSON.stringify(elf));
-  for (const dir of ['$ORIGIN/deps/lib', '$ORIGIN/../tfjs-node-rs/deps/lib', '$ORIGIN/../../deps/lib']) {
+  for (const dir of ['$ORIGIN/deps/lib', '$ORIGIN/../tfjs-node-rs/deps/lib', '$ORIGIN/../@tensorflow/tfjs-node/deps/lib', '$ORIGIN/../../deps/lib']) {
     assert.ok(elf.runpath.includes(dir), `RUNPATH lacks ${dir}: ${JSON.stringify(elf)}`);
   }
   const inst = fakeInstall();

@@ -48,6 +48,16 @@ function derive(results) {
                                                            val(m.create.plain[n][P]));
     }
   }
+  for (const row of results.clients || []) {
+    row.ratios = {first: {}, steady: {}};
+    const mine = row.results[P] || {};
+    for (const p of peers) {
+      const peer = row.results[p] || {};
+      for (const when of ['first', 'steady']) {
+        row.ratios[when][p] = ratio(peer[when] && peer[when].ms, mine[when] && mine[when].ms);
+      }
+    }
+  }
   results.targets = targets(results);
   return results;
 }
@@ -110,6 +120,14 @@ function targets(results) {
           ' independent of size', `${fmtN(sizes[sizes.length - 1])} / ${fmtN(sizes[0])} = ` +
           `${f2(r)}×`, '≤ 2× (flat)', r <= 2, `${fmtMs(lo.ms)} → ${fmtMs(hi.ms)} ms`);
     }
+  }
+  if (results.clients && has('tfjs-node')) {
+    const cases = results.clients.flatMap((row) => ['first', 'steady'].map((when) =>
+      ({name: `${row.client} ${when}`, r: row.ratios[when]['tfjs-node']})));
+    const slow = cases.filter((c) => c.r == null || c.r < 1);
+    add('every client library at least as fast as on tfjs-node',
+        `${cases.length - slow.length}/${cases.length}`, 'ratio ≥ 1.0 on each', slow.length === 0,
+        cases.map((c) => `${c.name} ${f2(c.r)}`).join(', '));
   }
   const al = results.rss && results.rss[`${P}/aligned`];
   if (al && al.peakDeltaMB != null) {
@@ -307,6 +325,22 @@ function rssTable(results) {
           header: ['backend', 'source', 'peak RSS +MB', 'RSS after +MB'], rows};
 }
 
+function clientsTable(results) {
+  const P = results.primary;
+  const backends = Object.keys(results.clients[0].results);
+  const peers = backends.filter((b) => b !== P);
+  const header = ['client', 'call', ...backends.map((b) => `${b} ms`), ...peers.map((p) => `× ${p}`)];
+  const rows = results.clients.flatMap((row) => ['first', 'steady'].map((when) => [
+    row.client, when,
+    ...backends.map((b) => { const r = row.results[b]; return r.error ? 'error' : fmtMs(r[when].ms); }),
+    ...peers.map((p) => fmtR(row.ratios[when][p])),
+  ]));
+  return {title: 'Real client libraries of tfjs-node (scripts/clients.js): ms per call of the ' +
+                 'whole pipeline on one sample image; first call after loading the models, and ' +
+                 'the median of 10 later calls; medians over worker processes',
+          header, rows};
+}
+
 function targetRows(results) {
   return results.targets.map((t) => [t.name, t.goal, t.value, t.met ? 'met' : 'NOT met',
                                      t.detail || '']);
@@ -326,6 +360,10 @@ function text(results) {
   }
   if (results.rss) {
     const t = rssTable(results);
+    parts.push(t.title + '\n' + table(t.header, t.rows));
+  }
+  if (results.clients) {
+    const t = clientsTable(results);
     parts.push(t.title + '\n' + table(t.header, t.rows));
   }
   if (results.targets.length) {
@@ -404,6 +442,10 @@ function markdown(results) {
   if (results.rss) {
     const t = rssTable(results);
     lines.push('## Memory', '', `### ${t.title}`, '', mdTable(t.header, t.rows), '');
+  }
+  if (results.clients) {
+    const t = clientsTable(results);
+    lines.push('## Real client libraries', '', t.title + '.', '', mdTable(t.header, t.rows), '');
   }
   if (results.targets.length) {
     lines.push('## Targets', '', mdTable(['target', 'goal', 'measured', '', 'detail'],

@@ -8,7 +8,8 @@
 //   --quick              a subset, fewer rounds (for development; does not touch RESULTS.md)
 //   --backends=a,b       backends to run (default: tensorflow,tfjs-node,wasm,cpu)
 //   --models=a,b         models to run (default: all, or the quick subset)
-//   --only=models,micro,rss   groups to run (default: all three)
+//   --only=models,micro,rss,clients   groups to run (default: all four; clients: real client
+//                        libraries of tfjs-node, scripts/clients.js, on tensorflow, tfjs-node, wasm)
 //   --rounds=N           rounds per model case in each worker process (default 5; quick 2)
 //   --passes=N           worker processes per model case and backend, interleaved across
 //                        backends (default 3; cpu and quick runs: 1)
@@ -31,6 +32,7 @@ const PRIMARY = 'tensorflow';
 const CORE_FLOOR = require('./core_floor').NAME;
 const ALL_BACKENDS = ['tensorflow', 'tfjs-node', 'wasm', 'cpu'];
 const QUICK_MODELS = ['dense-tiny', 'convolutional-1filters', 'rnn-SimpleRNN'];
+const GROUPS = ['models', 'micro', 'rss', 'clients'];
 
 function parseArgs(argv) {
   const o = {quick: false, write: false};
@@ -52,7 +54,7 @@ function parseArgs(argv) {
   }
   o.backends = o.backends || ALL_BACKENDS;
   o.models = o.models || (o.quick ? QUICK_MODELS : MODELS.map((m) => m.name));
-  o.only = o.only || ['models', 'micro', 'rss'];
+  o.only = o.only || GROUPS;
   o.rounds = o.rounds || (o.quick ? 2 : 5);
   o.passes = o.passes || 3;
   for (const m of o.models) {
@@ -62,7 +64,7 @@ function parseArgs(argv) {
     if (!ALL_BACKENDS.includes(b)) throw new Error(`unknown backend ${b}`);
   }
   o.full = !o.quick && o.backends.length === ALL_BACKENDS.length &&
-      o.models.length === MODELS.length && o.only.length === 3;
+      o.models.length === MODELS.length && o.only.length === GROUPS.length;
   return o;
 }
 
@@ -310,6 +312,52 @@ function runRss(opts, backends, results) {
   results.rss = rss;
 }
 
+/**
+ * Real client libraries of tfjs-node (scripts/clients.js), each on its sample images in fresh
+ * worker processes, interleaved across backends: the first call after loading the models, and
+ * the median of later calls (a whole pipeline on one image each). `cpu` is left out: human's
+ * pipeline takes about 30 s a call there.
+ */
+const CLIENT_BACKENDS = ['tensorflow', 'tfjs-node', 'wasm'];
+
+function runClients(opts, backends, results) {
+  const {CLIENTS} = require('../scripts/clients');
+  const runOn = backends.filter((b) => CLIENT_BACKENDS.includes(b));
+  const runs = new Map();  // `client|backend` -> [result of each process]
+  let rotate = 0;
+  for (let pass = 0; pass < (opts.quick ? 1 : opts.passes); pass++) {
+    for (const client of Object.keys(CLIENTS)) {
+      const order = runOn.slice(rotate % runOn.length).concat(runOn.slice(0, rotate % runOn.length));
+      rotate++;
+      for (const backend of order) {
+        const r = runWorker({backend, kind: 'clients', client, repeat: opts.quick ? 3 : 10});
+        const got = r.clients || {error: r.error};
+        const key = `${client}|${backend}`;
+        if (!runs.has(key)) runs.set(key, []);
+        runs.get(key).push(got);
+        console.log(`  ${client.padEnd(10)} ${backend.padEnd(10)} ` + (got.error ? 'ERROR' :
+          `first ${got.firstMs.toFixed(0)} ms, steady ${median(got.steadyMs).toFixed(0)} ms ` +
+          `(${Math.min(...got.steadyMs).toFixed(0)}-${Math.max(...got.steadyMs).toFixed(0)})`) +
+          `  (pass ${pass + 1})`);
+      }
+    }
+  }
+  results.clients = Object.keys(CLIENTS).map((client) => {
+    const row = {client, results: {}};
+    for (const backend of runOn) {
+      const passes = runs.get(`${client}|${backend}`) || [];
+      const failed = passes.find((g) => g.error);
+      row.results[backend] = failed ? {error: failed.error.split('\n')[0]} : {
+        first: combineTimings(passes.map((g) => ({ms: g.firstMs, min: g.firstMs})), 'ms'),
+        steady: combineTimings(passes.map((g) => ({ms: median(g.steadyMs),
+                                                  min: Math.min(...g.steadyMs)})), 'ms'),
+        steadyCalls: passes.map((g) => g.steadyMs),
+      };
+    }
+    return row;
+  });
+}
+
 // ------------------------------------------------------------------ main
 
 function main() {
@@ -368,6 +416,10 @@ function main() {
   if (opts.only.includes('rss')) {
     console.log('\npeak RSS added by a 400 MB tensor:');
     runRss(opts, backends, results);
+  }
+  if (opts.only.includes('clients')) {
+    console.log('\nreal client libraries (ms per call, first and steady state):');
+    runClients(opts, backends, results);
   }
   results.seconds = Math.round((Date.now() - started) / 1000);
   report.derive(results);

@@ -4,7 +4,8 @@
 //
 //   node --expose-gc benches/worker.js '<json task>' <out.json>
 //
-// task: {backend, kind: 'info' | 'models' | 'micro' | 'per-op' | 'rss', ...}; see run.js for the fields.
+// task: {backend, kind: 'info' | 'models' | 'micro' | 'per-op' | 'rss' | 'clients', ...}; see run.js
+// for the fields.
 
 const fs = require('fs');
 const os = require('os');
@@ -152,6 +153,22 @@ async function taskModels(tf, task) {
   return out;
 }
 
+// ---------------------------------------------------------------- clients
+
+/**
+ * A real client library (scripts/clients.js) in this process: the library loads its backend
+ * itself, through its own require of tfjs-node (or of tfjs, for wasm).
+ */
+async function taskClient(task) {
+  const clients = require('../scripts/clients');
+  const dir = clients.install(task.backend);
+  const r = await clients.CLIENTS[task.client](dir, task.backend, {repeat: task.repeat});
+  // Both TF-based packages register their backend under the name 'tensorflow'.
+  const expected = task.backend === 'wasm' ? 'wasm' : 'tensorflow';
+  if (r.backend !== expected) throw new Error(`${task.client} ran on '${r.backend}', not '${expected}'`);
+  return {client: task.client, firstMs: r.firstMs, steadyMs: r.steadyMs};
+}
+
 // ---------------------------------------------------------------- main
 
 async function main() {
@@ -159,13 +176,17 @@ async function main() {
   const outPath = process.argv[3];
   const result = {backend: task.backend, kind: task.kind};
   try {
-    const {tf, info} = await loadBackend(task.backend);
-    result.info = info;
-    if (task.kind === 'models') result.models = await taskModels(tf, task);
-    else if (task.kind === 'micro') result.micro = micro(tf, task);
-    else if (task.kind === 'per-op') result.perOp = perOp(tf, task);
-    else if (task.kind === 'rss') result.rss = rss(tf, task);
-    else if (task.kind !== 'info') throw new Error(`unknown task ${task.kind}`);
+    if (task.kind === 'clients') {
+      result.clients = await taskClient(task);
+    } else {
+      const {tf, info} = await loadBackend(task.backend);
+      result.info = info;
+      if (task.kind === 'models') result.models = await taskModels(tf, task);
+      else if (task.kind === 'micro') result.micro = micro(tf, task);
+      else if (task.kind === 'per-op') result.perOp = perOp(tf, task);
+      else if (task.kind === 'rss') result.rss = rss(tf, task);
+      else if (task.kind !== 'info') throw new Error(`unknown task ${task.kind}`);
+    }
   } catch (e) {
     result.error = String(e && e.stack || e);
   }

@@ -329,7 +329,7 @@ function checkTfVersion(binding) {
 
 /**
  * Loads the addon: environment checks, TF_CPP_MIN_LOG_LEVEL, require, error
- * explanation, TF_Version check. Returns the binding.
+ * explanation, TF_Version check. Returns the binding, with `TF_Version` set.
  */
 function load({
   system = detect(),
@@ -350,7 +350,10 @@ function load({
   } catch (err) {
     throw explainLoadError(err, { root, env, resolve, fsImpl, readFile });
   }
-  checkTfVersion(binding);
+  // tfjs-node's binding carries the linked version as a `TF_Version` string, and client
+  // libraries read it to tell that tfjs-node is present: @vladmandic/human (through
+  // `tf.backend().binding.TF_Version`) otherwise switches to tfjs's pure-JS `cpu` backend.
+  binding.TF_Version = checkTfVersion(binding);
   return binding;
 }
 

@@ -7,7 +7,8 @@
 //                                               holding the prebuilt tfjs-node-rs.linux-x64-gnu.node
 //
 // Before packing it copies the built addon into npm/<platform>/, checks the addon
-// (DT_NEEDED libtensorflow_cc.so.2, a RUNPATH that finds node_modules/tfjs-node-rs/deps/lib),
+// (DT_NEEDED libtensorflow_cc.so.2, a RUNPATH that finds node_modules/tfjs-node-rs/deps/lib, and
+// node_modules/@tensorflow/tfjs-node/deps/lib for the alias install),
 // that the versions of the packages and of the root's optionalDependencies agree,
 // and after packing, what each tarball holds (no Rust sources, no libtensorflow,
 // no addon in the root package).
@@ -118,8 +119,11 @@ function checkAddon(file) {
     throw fail(`${file} does not link libtensorflow_cc.so.2 (DT_NEEDED: ${elf.needed.join(', ')})`);
   }
   const runpath = elf.runpath.length ? elf.runpath : elf.rpath;
-  if (!runpath.includes('$ORIGIN/../tfjs-node-rs/deps/lib')) {
-    throw fail(`${file}: RUNPATH (${runpath.join(':') || 'none'}) lacks $ORIGIN/../tfjs-node-rs/deps/lib (see build.rs)`);
+  // The root package as itself, and installed as `@tensorflow/tfjs-node` (npm's alias).
+  for (const dir of ['$ORIGIN/../tfjs-node-rs/deps/lib', '$ORIGIN/../@tensorflow/tfjs-node/deps/lib']) {
+    if (!runpath.includes(dir)) {
+      throw fail(`${file}: RUNPATH (${runpath.join(':') || 'none'}) lacks ${dir} (see build.rs)`);
+    }
   }
   return elf;
 }

@@ -20,12 +20,17 @@
 //                Then the shared copy is removed (a cleaned cache): the load error
 //                says so, and `npm rebuild tfjs-node-rs` repairs it;
 //        copy:   TFJS_NODE_RS_COPY_LIBTENSORFLOW=1: the libraries inside the project;
+//        alias:  the root package installed as `@tensorflow/tfjs-node` (what npm's
+//                `@tensorflow/tfjs-node@npm:tfjs-node-rs` makes, so that libraries built
+//                for tfjs-node use this package), TFJS_NODE_RS_LIBTENSORFLOW set:
+//                `require('@tensorflow/tfjs-node')` runs ops on the 'tensorflow' backend
+//                and its binding carries tfjs-node's TF_Version;
 //      each time it checks: no registry fetch of the tfjs-node-rs packages, no Rust
 //      sources, no build; deps/ as expected; the addon loads libtensorflow from
 //      where deps/ says; a small model trains on the 'tensorflow' backend;
 //   3. prints the timings and sizes; removes the temp folder (unless --keep).
 //
-//   node scripts/test-install.js [--mode all|env|shared|copy] [--index mirror|real] [--keep] [--root DIR]
+//   node scripts/test-install.js [--mode all|env|shared|copy|alias] [--index mirror|real] [--keep] [--root DIR]
 
 const fs = require('fs');
 const os = require('os');
@@ -74,8 +79,10 @@ async function timed(label, fn) {
   }
 }
 
-const MODES = ['env', 'shared', 'copy'];
-const USAGE = 'usage: node scripts/test-install.js [--mode all|env|shared|copy] [--index mirror|real] [--keep] [--root DIR]';
+const MODES = ['env', 'shared', 'copy', 'alias'];
+const USAGE = 'usage: node scripts/test-install.js [--mode all|env|shared|copy|alias] [--index mirror|real] [--keep] [--root DIR]';
+/** The name libraries made for tfjs-node require. */
+const ALIAS = '@tensorflow/tfjs-node';
 
 function parseArgs(argv) {
   const opts = { mode: 'all', index: 'mirror', keep: false, root: ROOT };
@@ -388,6 +395,36 @@ async function installProject(name, layout, { tmp, packed, env, libDir }) {
   return { project, pkgDir };
 }
 
+const ALIAS_CHECK = `
+const tf = require('${ALIAS}');
+tf.ready().then(() => {
+  const squares = Array.from(tf.tensor([1, 2, 3]).square().dataSync());
+  console.log(JSON.stringify({ backend: tf.getBackend(), tfVersion: tf.backend().binding.TF_Version,
+                               rs: tf.version['tfjs-node-rs'], squares }));
+});
+`;
+
+/** The root package installed under tfjs-node's name, as npm's alias puts it. */
+async function installAlias({ tmp, packed, env }) {
+  const project = path.join(tmp, 'project-alias');
+  writeProject(project);
+  await timed(`[alias] npm install ${ALIAS}@file:<root tgz>`, () =>
+    npm(['install', '--no-audit', '--no-fund', '--prefer-offline', packed.platforms[0].file,
+         `${ALIAS}@file:${packed.root.file}`], { cwd: project, env, label: 'npm install (alias)' }));
+  const installed = path.join(project, 'node_modules', ...ALIAS.split('/'));
+  if (!exists(path.join(installed, 'deps', '.complete'))) throw fail(`postinstall did not provide libtensorflow in ${installed}/deps`);
+  const used = await timed(`[alias] require('${ALIAS}')`, () => {
+    const res = nodeScript(project, env, ALIAS_CHECK, `require('${ALIAS}')`);
+    return JSON.parse(res.stdout.trim().split('\n').pop());
+  });
+  log(`  ${JSON.stringify(used)}`);
+  if (used.backend !== 'tensorflow') throw fail(`tf.getBackend() is '${used.backend}', not 'tensorflow'`);
+  if (!/^2\./.test(used.tfVersion)) throw fail(`tf.backend().binding.TF_Version is ${used.tfVersion}`);
+  if (!used.rs) throw fail(`require('${ALIAS}') is not tfjs-node-rs`);
+  if (JSON.stringify(used.squares) !== '[1,4,9]') throw fail(`squares: ${used.squares}`);
+  return project;
+}
+
 // The load error when libtensorflow is gone says `expected`, and `npm rebuild
 // tfjs-node-rs` brings it back.
 async function breakAndRebuild(name, { project, env, expected }) {
@@ -470,14 +507,20 @@ async function main() {
     log(`PATH without Rust and Python: ${env.PATH}`);
     const modes = opts.mode === 'all' ? MODES : [opts.mode];
     const ctx = { tmp, packed };
-    if (modes.includes('env')) {
+    if (modes.includes('env') || modes.includes('alias')) {
       const libDir = envLibDir(opts.root);
-      if (!libDir) throw fail(`env mode needs libtensorflow in ${path.join(opts.root, 'deps', 'lib')} or $${ENV_DIR} (run npm install in the repository)`);
+      if (!libDir) throw fail(`env and alias modes need libtensorflow in ${path.join(opts.root, 'deps', 'lib')} or $${ENV_DIR} (run npm install in the repository)`);
       const envEnv = { ...env, [ENV_DIR]: libDir };
-      const { project, pkgDir } = await installProject('env', 'env', { ...ctx, env: envEnv, libDir });
-      fs.rmSync(path.join(pkgDir, 'deps'), { recursive: true, force: true });
-      await breakAndRebuild('env', { project, env: envEnv, expected: /libtensorflow is missing/ });
-      if (!opts.keep) fs.rmSync(project, { recursive: true, force: true });
+      if (modes.includes('env')) {
+        const { project, pkgDir } = await installProject('env', 'env', { ...ctx, env: envEnv, libDir });
+        fs.rmSync(path.join(pkgDir, 'deps'), { recursive: true, force: true });
+        await breakAndRebuild('env', { project, env: envEnv, expected: /libtensorflow is missing/ });
+        if (!opts.keep) fs.rmSync(project, { recursive: true, force: true });
+      }
+      if (modes.includes('alias')) {
+        const project = await installAlias({ ...ctx, env: envEnv });
+        if (!opts.keep) fs.rmSync(project, { recursive: true, force: true });
+      }
     }
     if (modes.includes('shared') || modes.includes('copy')) {
       const free = fs.statfsSync(tmp).bavail * fs.statfsSync(tmp).bsize;

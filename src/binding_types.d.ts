@@ -29,3 +29,10 @@ export interface TensorInfo {
   shape: number[]
   dtype: DType
 }
+
+/**
+ * The linked TensorFlow version, as tfjs-node's binding names it (client libraries read
+ * `tf.backend().binding.TF_Version` to tell that tfjs-node is present). Set by the loader
+ * (js/native_loader_core.js), so present once `require('tfjs-node-rs')` has run.
+ */
+export declare const TF_Version: string

@@ -41,8 +41,9 @@ async function main(): Promise<void> {
   const read = binding.tensorDataSync(info.id);
   const stats: binding.Stats = binding.stats();
   const nativeTensors: number = backend.getNumOfTFTensors() + backend.getNumOfSavedModels();
+  const linked: string = backend.binding.TF_Version;
   void [tfjsNodeVersion, wide, byName, nativeTensors];
-  void [values, backendVersion, handler, http, metaGraphs, out, fetched, count, jpeg, gif, read, stats];
+  void [values, backendVersion, handler, http, metaGraphs, out, fetched, count, jpeg, gif, read, stats, linked];
 }
 
 void main;
