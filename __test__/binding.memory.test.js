@@ -3,12 +3,12 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const path = require('node:path');
-const { Worker } = require('node:worker_threads');
-const { spawnSync } = require('node:child_process');
+const {Worker} = require('node:worker_threads');
+const {spawnSync} = require('node:child_process');
 const binding = require('../binding.js');
 
 const gc = global.gc;
-const T = { name: 'T', type: 'type', value: 'float32' };
+const T = {name: 'T', type: 'type', value: 'float32'};
 const tick = () => new Promise((resolve) => setImmediate(resolve));
 
 function statsDelta(before) {
@@ -38,7 +38,7 @@ test('an alloc()ed array is shared: a write after createTensor is seen by the ne
 });
 
 test('alloc() serves every numeric dtype, complex64 with interleaved lanes', () => {
-  const kinds = { float32: Float32Array, int32: Int32Array, bool: Uint8Array, uint8: Uint8Array, int64: BigInt64Array, float64: Float64Array };
+  const kinds = {float32: Float32Array, int32: Int32Array, bool: Uint8Array, uint8: Uint8Array, int64: BigInt64Array, float64: Float64Array};
   for (const [dtype, Kind] of Object.entries(kinds)) {
     const a = binding.alloc(dtype, 5);
     assert.ok(a instanceof Kind, dtype);
@@ -131,7 +131,7 @@ test('the typed array stays alive while TF holds it, after JS drops it and GC ru
     await tick();
   }
   assert.equal(collected, false, 'collected while TF still held it');
-  const [sum] = binding.executeOp('Sum', [T, { name: 'Tidx', type: 'type', value: 'int32' }, { name: 'keep_dims', type: 'bool', value: false }],
+  const [sum] = binding.executeOp('Sum', [T, {name: 'Tidx', type: 'type', value: 'int32'}, {name: 'keep_dims', type: 'bool', value: false}],
     [id, binding.createTensor([1], 'int32', new Int32Array([0]))], 1);
   assert.deepEqual(Array.from(binding.tensorDataSync(sum.id)), [3072]);
   binding.deleteTensor(id);
@@ -211,7 +211,7 @@ setInterval(() => {}, 1000); // stay alive until terminated
 
 test('workers terminated with live tensors leave the main thread working', async () => {
   for (let round = 0; round < 3; round++) {
-    const workers = [0, 1].map(() => new Worker(workerScript, { eval: true }));
+    const workers = [0, 1].map(() => new Worker(workerScript, {eval: true}));
     const live = await Promise.all(workers.map((w) => new Promise((resolve, reject) => {
       w.once('message', resolve);
       w.once('error', reject);
@@ -232,7 +232,7 @@ test('a process that exits with live tensors and readbacks exits cleanly', () =>
     globalThis.keep = [binding.tensorDataSync(id), binding.createTensor([1], 'string', [new Uint8Array([104])])];
     console.log('done');
   `;
-  const result = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', env: { ...process.env, TF_CPP_MIN_LOG_LEVEL: '3' } });
+  const result = spawnSync(process.execPath, ['-e', script], {encoding: 'utf8', env: {...process.env, TF_CPP_MIN_LOG_LEVEL: '3'}});
   assert.equal(result.status, 0, result.stderr);
   assert.equal(result.signal, null);
   assert.match(result.stdout, /done/);

@@ -4,7 +4,7 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const binding = require('../binding.js');
 
-const T = (dtype) => ({ name: 'T', type: 'type', value: dtype });
+const T = (dtype) => ({name: 'T', type: 'type', value: dtype});
 
 function tensor(shape, dtype, data) {
   return binding.createTensor(shape, dtype, data);
@@ -68,7 +68,7 @@ test('MatMul honours transpose attrs', () => {
   // a = [[1,2,3],[4,5,6]] (2x3), b = [[1,0],[0,1],[1,1]] (3x2)
   const a = tensor([2, 3], 'float32', new Float32Array([1, 2, 3, 4, 5, 6]));
   const b = tensor([3, 2], 'float32', new Float32Array([1, 0, 0, 1, 1, 1]));
-  const attrs = (ta, tb) => [T('float32'), { name: 'transpose_a', type: 'bool', value: ta }, { name: 'transpose_b', type: 'bool', value: tb }];
+  const attrs = (ta, tb) => [T('float32'), {name: 'transpose_a', type: 'bool', value: ta}, {name: 'transpose_b', type: 'bool', value: tb}];
   const [ab] = run('MatMul', attrs(false, false), [a, b]);
   assert.deepEqual(ab.shape, [2, 2]);
   assert.deepEqual(read(ab), [4, 5, 10, 11]);
@@ -83,14 +83,14 @@ test('MatMul honours transpose attrs', () => {
 
 test('Conv2D with strides and padding lists', () => {
   // 1x4x4x1 input 1..16, 2x2x1x1 filter of ones, stride 2, VALID: sums of 2x2 blocks.
-  const x = tensor([1, 4, 4, 1], 'float32', Float32Array.from({ length: 16 }, (_, i) => i + 1));
+  const x = tensor([1, 4, 4, 1], 'float32', Float32Array.from({length: 16}, (_, i) => i + 1));
   const w = tensor([2, 2, 1, 1], 'float32', new Float32Array([1, 1, 1, 1]));
   const attrs = (padding, strides) => [
     T('float32'),
-    { name: 'strides', type: 'int', value: strides },
-    { name: 'padding', type: 'string', value: padding },
-    { name: 'data_format', type: 'string', value: 'NHWC' },
-    { name: 'dilations', type: 'int', value: [1, 1, 1, 1] },
+    {name: 'strides', type: 'int', value: strides},
+    {name: 'padding', type: 'string', value: padding},
+    {name: 'data_format', type: 'string', value: 'NHWC'},
+    {name: 'dilations', type: 'int', value: [1, 1, 1, 1]},
   ];
   const [valid] = run('Conv2D', attrs('VALID', [1, 2, 2, 1]), [x, w]);
   assert.deepEqual(valid.shape, [1, 2, 2, 1]);
@@ -105,7 +105,7 @@ test('Conv2D with strides and padding lists', () => {
   // EXPLICIT padding: one zero row on top only.
   const explicit = [
     ...attrs('EXPLICIT', [1, 1, 1, 1]),
-    { name: 'explicit_paddings', type: 'int', value: [0, 0, 1, 0, 0, 0, 0, 0] },
+    {name: 'explicit_paddings', type: 'int', value: [0, 0, 1, 0, 0, 0, 0, 0]},
   ];
   const [padded] = run('Conv2D', explicit, [x, w]);
   assert.deepEqual(padded.shape, [1, 4, 3, 1]);
@@ -117,7 +117,7 @@ test('ConcatV2 takes a list input', () => {
   const b = tensor([2, 2], 'int32', new Int32Array([3, 4, 5, 6]));
   const c = tensor([1, 2], 'int32', new Int32Array([7, 8]));
   const axis = tensor([], 'int32', new Int32Array([0]));
-  const [out] = run('ConcatV2', [T('int32'), { name: 'N', type: 'int', value: 3 }, { name: 'Tidx', type: 'type', value: 'int32' }], [a, b, c, axis]);
+  const [out] = run('ConcatV2', [T('int32'), {name: 'N', type: 'int', value: 3}, {name: 'Tidx', type: 'type', value: 'int32'}], [a, b, c, axis]);
   assert.deepEqual(out.shape, [4, 2]);
   assert.deepEqual(read(out), [1, 2, 3, 4, 5, 6, 7, 8]);
 });
@@ -125,7 +125,7 @@ test('ConcatV2 takes a list input', () => {
 test('Split returns several outputs', () => {
   const axis = tensor([], 'int32', new Int32Array([1]));
   const x = tensor([2, 3], 'float32', new Float32Array([1, 2, 3, 4, 5, 6]));
-  const outs = run('Split', [T('float32'), { name: 'num_split', type: 'int', value: 3 }], [axis, x], 3);
+  const outs = run('Split', [T('float32'), {name: 'num_split', type: 'int', value: 3}], [axis, x], 3);
   assert.equal(outs.length, 3);
   assert.deepEqual(outs.map((o) => o.shape), [[2, 1], [2, 1], [2, 1]]);
   assert.deepEqual(outs.map(read), [[1, 4], [2, 5], [3, 6]]);
@@ -134,7 +134,7 @@ test('Split returns several outputs', () => {
 
 test('Cast between dtypes, including int64 and uint8 results', () => {
   const x = tensor([4], 'float32', new Float32Array([1.7, -2.2, 300, 0]));
-  const cast = (to) => run('Cast', [{ name: 'SrcT', type: 'type', value: 'float32' }, { name: 'DstT', type: 'type', value: to }, { name: 'Truncate', type: 'bool', value: false }], [x])[0];
+  const cast = (to) => run('Cast', [{name: 'SrcT', type: 'type', value: 'float32'}, {name: 'DstT', type: 'type', value: to}, {name: 'Truncate', type: 'bool', value: false}], [x])[0];
   const i32 = cast('int32');
   assert.equal(i32.dtype, 'int32');
   assert.deepEqual(read(i32), [1, -2, 300, 0]);
@@ -151,11 +151,11 @@ test('Cast between dtypes, including int64 and uint8 results', () => {
 test('Reshape takes its shape as a tensor; shape attrs accept unknown dims and rank', () => {
   const x = tensor([2, 3], 'float32', new Float32Array([1, 2, 3, 4, 5, 6]));
   const shape = tensor([2], 'int32', new Int32Array([3, -1]));
-  const [out] = run('Reshape', [T('float32'), { name: 'Tshape', type: 'type', value: 'int32' }], [x, shape]);
+  const [out] = run('Reshape', [T('float32'), {name: 'Tshape', type: 'type', value: 'int32'}], [x, shape]);
   assert.deepEqual(out.shape, [3, 2]);
   assert.deepEqual(read(out), [1, 2, 3, 4, 5, 6]);
   // EnsureShape checks against a shape attr with an unknown (-1) dim, and null for unknown rank.
-  const ensure = (s) => run('EnsureShape', [T('float32'), { name: 'shape', type: 'shape', value: s }], [x])[0];
+  const ensure = (s) => run('EnsureShape', [T('float32'), {name: 'shape', type: 'shape', value: s}], [x])[0];
   assert.deepEqual(ensure([2, -1]).shape, [2, 3]);
   assert.deepEqual(ensure(null).shape, [2, 3]);
   assert.throws(() => ensure([3, -1]), (e) => e.code === 'INVALID_ARGUMENT');
@@ -163,21 +163,21 @@ test('Reshape takes its shape as a tensor; shape attrs accept unknown dims and r
 
 test('string, float and list-of-type attrs reach TF', () => {
   const x = tensor([3], 'float32', new Float32Array([0.1, 0.5, 0.9]));
-  const [bucketized] = run('Bucketize', [T('float32'), { name: 'boundaries', type: 'float', value: [0.3, 0.6] }], [x]);
+  const [bucketized] = run('Bucketize', [T('float32'), {name: 'boundaries', type: 'float', value: [0.3, 0.6]}], [x]);
   assert.deepEqual(read(bucketized), [0, 1, 2]);
-  const [leaky] = run('LeakyRelu', [T('float32'), { name: 'alpha', type: 'float', value: 0.5 }], [tensor([2], 'float32', new Float32Array([-2, 2]))]);
+  const [leaky] = run('LeakyRelu', [T('float32'), {name: 'alpha', type: 'float', value: 0.5}], [tensor([2], 'float32', new Float32Array([-2, 2]))]);
   assert.deepEqual(read(leaky), [-1, 2]);
   const s = tensor([2], 'string', ['a,b', 'c'].map((w) => new TextEncoder().encode(w)));
-  const [joined] = run('ReduceJoin', [{ name: 'keep_dims', type: 'bool', value: false }, { name: 'separator', type: 'string', value: '|' }], [s, tensor([], 'int32', new Int32Array([0]))]);
+  const [joined] = run('ReduceJoin', [{name: 'keep_dims', type: 'bool', value: false}, {name: 'separator', type: 'string', value: '|'}], [s, tensor([], 'int32', new Int32Array([0]))]);
   assert.equal(new TextDecoder().decode(binding.tensorDataSync(joined.id)[0]), 'a,b|c');
   // IdentityN: a list(type) attr and as many outputs as inputs.
-  const outs = run('IdentityN', [{ name: 'T', type: 'type', value: ['float32', 'string'] }], [x, s], 2);
+  const outs = run('IdentityN', [{name: 'T', type: 'type', value: ['float32', 'string']}], [x, s], 2);
   assert.deepEqual(outs.map((o) => o.dtype), ['float32', 'string']);
 });
 
 test('attr types can also be given as tfjs-node TF_ATTR_* numbers', () => {
   const a = tensor([1], 'int32', new Int32Array([2]));
-  const [out] = run('AddV2', [{ name: 'T', type: 4, value: 'int32' }], [a, a]);
+  const [out] = run('AddV2', [{name: 'T', type: 4, value: 'int32'}], [a, a]);
   assert.deepEqual(read(out), [4]);
 });
 
@@ -198,7 +198,7 @@ test('prepared ops: attrs read once, ids and shapes through a Float64Array', () 
     binding.deleteTensor(id);
   }
   // Several outputs are laid out one after the other: id, dtype, rank, dims...
-  const split = binding.prepareOp('Split', [T('float32'), { name: 'num_split', type: 'int', value: 2 }]);
+  const split = binding.prepareOp('Split', [T('float32'), {name: 'num_split', type: 'int', value: 2}]);
   io[0] = tensor([], 'int32', new Int32Array([0]));
   io[1] = tensor([4, 1], 'float32', new Float32Array([1, 2, 3, 4]));
   assert.equal(binding.runPreparedOp(split, io, 2, 2), 2);

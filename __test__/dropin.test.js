@@ -67,7 +67,7 @@ test('a TypeScript program compiled with module nodenext type-checks and runs', 
     'const y = tf.matMul(tensor2d([[1, 2]]), tensor2d([[3], [4]]));',
     "const v: string = tf.version['tfjs-node'];",
     'console.log(JSON.stringify({y: Array.from(y.dataSync()), v, tensors: (tf.backend() as ' +
-        "unknown as tf.TensorFlowBackend).getNumOfTFTensors() > 0}));",
+        'unknown as tf.TensorFlowBackend).getNumOfTFTensors() > 0}));',
   ].join('\n'));
   const tsc = path.join(root, 'node_modules', 'typescript', 'bin', 'tsc');
   const compile = spawnSync(process.execPath, [tsc, '--strict', '--skipLibCheck', '--target', 'es2020',
@@ -81,7 +81,7 @@ test("tf.version['tfjs-node'] is the tfjs-node API this package matches", () => 
   assert.equal(tf.version['tfjs-node-rs'], require('../package.json').version);
 });
 
-test("every name tfjs-node 4.22 exports in tf, tf.io and tf.node is here", () => {
+test('every name tfjs-node 4.22 exports in tf, tf.io and tf.node is here', () => {
   for (const [what, names, ns] of [['tf', tfjsNode.tf, tf], ['tf.io', tfjsNode.io, tf.io],
     ['tf.node', tfjsNode.node, tf.node]]) {
     const missing = names.filter((name) => !(name in ns));

@@ -11,12 +11,12 @@ const path = require('path');
 const loader = require('../js/native_loader_core');
 
 const ROOT = path.resolve(__dirname, '..');
-const OK_SYSTEM = { platform: 'linux', arch: 'x64', glibc: '2.36', napi: '9', node: 'v20.0.0' };
-const GOOD_BINDING = { tfVersion: () => '2.21.0' };
+const OK_SYSTEM = {platform: 'linux', arch: 'x64', glibc: '2.36', napi: '9', node: 'v20.0.0'};
+const GOOD_BINDING = {tfVersion: () => '2.21.0'};
 
 // A minimal 64-bit little-endian ELF shared object: one PT_LOAD covering the
 // file, a PT_DYNAMIC with DT_NEEDED, DT_RUNPATH, DT_STRTAB and DT_STRSZ.
-function fakeElf({ needed = ['libtensorflow_cc.so.2'], runpath = '$ORIGIN/deps/lib:$ORIGIN/../tfjs-node-rs/deps/lib' } = {}) {
+function fakeElf({needed = ['libtensorflow_cc.so.2'], runpath = '$ORIGIN/deps/lib:$ORIGIN/../tfjs-node-rs/deps/lib'} = {}) {
   const vaddrBase = 0x400000;
   const phoff = 64;
   const phnum = 2;
@@ -69,20 +69,20 @@ function fakeElf({ needed = ['libtensorflow_cc.so.2'], runpath = '$ORIGIN/deps/l
 
 // An installed layout: node_modules/tfjs-node-rs (the root, with or without
 // deps/lib) and node_modules/tfjs-node-rs-linux-x64-gnu holding a fake addon.
-function fakeInstall({ platformPackage = true, deps = false } = {}) {
+function fakeInstall({platformPackage = true, deps = false} = {}) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tfjs-node-rs-loader-'));
   const nm = path.join(dir, 'node_modules');
   const root = path.join(nm, 'tfjs-node-rs');
-  fs.mkdirSync(root, { recursive: true });
+  fs.mkdirSync(root, {recursive: true});
   fs.writeFileSync(path.join(root, 'package.json'), '{"name":"tfjs-node-rs","version":"0.1.0"}');
-  if (deps) fs.mkdirSync(path.join(root, 'deps', 'lib'), { recursive: true });
+  if (deps) fs.mkdirSync(path.join(root, 'deps', 'lib'), {recursive: true});
   if (platformPackage) {
     const pkg = path.join(nm, loader.PLATFORM_PACKAGE);
     fs.mkdirSync(pkg);
     fs.writeFileSync(path.join(pkg, 'package.json'), `{"name":"${loader.PLATFORM_PACKAGE}","version":"0.1.0"}`);
     fs.writeFileSync(path.join(pkg, loader.ADDON_FILE), fakeElf());
   }
-  return { dir, root, nm, cleanup: () => fs.rmSync(dir, { recursive: true, force: true }) };
+  return {dir, root, nm, cleanup: () => fs.rmSync(dir, {recursive: true, force: true})};
 }
 
 // What binding.js throws: 'Cannot find native binding' whose cause chains one
@@ -103,7 +103,7 @@ function notFound(what) {
 }
 
 function loadWith(opts) {
-  return loader.load({ system: OK_SYSTEM, env: {}, requireBinding: () => GOOD_BINDING, ...opts });
+  return loader.load({system: OK_SYSTEM, env: {}, requireBinding: () => GOOD_BINDING, ...opts});
 }
 
 function assertLoadError(fn, ...patterns) {
@@ -122,7 +122,7 @@ function assertLoadError(fn, ...patterns) {
 
 test('a supported system loads and returns the binding', () => {
   const env = {};
-  const binding = loader.load({ system: OK_SYSTEM, env, requireBinding: () => GOOD_BINDING });
+  const binding = loader.load({system: OK_SYSTEM, env, requireBinding: () => GOOD_BINDING});
   assert.strictEqual(binding, GOOD_BINDING);
 });
 
@@ -130,7 +130,7 @@ test('unsupported platforms and architectures name the supported one', () => {
   for (const [platform, arch] of [['darwin', 'arm64'], ['win32', 'x64'], ['linux', 'arm64'], ['freebsd', 'x64']]) {
     let required = false;
     assertLoadError(
-      () => loadWith({ system: { ...OK_SYSTEM, platform, arch }, requireBinding: () => { required = true; } }),
+      () => loadWith({system: {...OK_SYSTEM, platform, arch}, requireBinding: () => { required = true; }}),
       new RegExp(`unsupported platform ${platform}/${arch}`),
       /Linux x64 with glibc >= 2\.27/,
     );
@@ -140,46 +140,46 @@ test('unsupported platforms and architectures name the supported one', () => {
 
 test('musl (no glibc) is rejected with the supported libc', () => {
   assertLoadError(
-    () => loadWith({ system: { ...OK_SYSTEM, glibc: null } }),
+    () => loadWith({system: {...OK_SYSTEM, glibc: null}}),
     /does not use glibc \(musl/,
     /Linux x64 with glibc >= 2\.27/,
   );
 });
 
 test('an unknown libc (no process report) does not stop the load', () => {
-  assert.strictEqual(loadWith({ system: { ...OK_SYSTEM, glibc: undefined } }), GOOD_BINDING);
+  assert.strictEqual(loadWith({system: {...OK_SYSTEM, glibc: undefined}}), GOOD_BINDING);
 });
 
 test('a too old glibc is rejected with the version found and needed', () => {
-  assertLoadError(() => loadWith({ system: { ...OK_SYSTEM, glibc: '2.17' } }), /unsupported glibc 2\.17/, /glibc >= 2\.27/);
-  assertLoadError(() => loadWith({ system: { ...OK_SYSTEM, glibc: '2.26' } }), /unsupported glibc 2\.26/);
-  assert.strictEqual(loadWith({ system: { ...OK_SYSTEM, glibc: '2.27' } }), GOOD_BINDING);
-  assert.strictEqual(loadWith({ system: { ...OK_SYSTEM, glibc: '2.100' } }), GOOD_BINDING);
-  assert.strictEqual(loadWith({ system: { ...OK_SYSTEM, glibc: '3.0' } }), GOOD_BINDING);
+  assertLoadError(() => loadWith({system: {...OK_SYSTEM, glibc: '2.17'}}), /unsupported glibc 2\.17/, /glibc >= 2\.27/);
+  assertLoadError(() => loadWith({system: {...OK_SYSTEM, glibc: '2.26'}}), /unsupported glibc 2\.26/);
+  assert.strictEqual(loadWith({system: {...OK_SYSTEM, glibc: '2.27'}}), GOOD_BINDING);
+  assert.strictEqual(loadWith({system: {...OK_SYSTEM, glibc: '2.100'}}), GOOD_BINDING);
+  assert.strictEqual(loadWith({system: {...OK_SYSTEM, glibc: '3.0'}}), GOOD_BINDING);
 });
 
 test('an N-API version below 8 is rejected before the addon is loaded', () => {
   for (const napi of ['7', '3', undefined]) {
     let required = false;
     assertLoadError(
-      () => loadWith({ system: { ...OK_SYSTEM, napi, node: 'v12.0.0' }, requireBinding: () => { required = true; } }),
+      () => loadWith({system: {...OK_SYSTEM, napi, node: 'v12.0.0'}, requireBinding: () => { required = true; }}),
       new RegExp(`Node\\.js v12\\.0\\.0 provides N-API version ${napi === undefined ? '\\(none\\)' : napi}`),
       /needs N-API 8 or newer/,
       /Node\.js 18 or newer/,
     );
     assert.strictEqual(required, false);
   }
-  assert.strictEqual(loadWith({ system: { ...OK_SYSTEM, napi: '8' } }), GOOD_BINDING);
-  assert.strictEqual(loadWith({ system: { ...OK_SYSTEM, napi: '10' } }), GOOD_BINDING);
+  assert.strictEqual(loadWith({system: {...OK_SYSTEM, napi: '8'}}), GOOD_BINDING);
+  assert.strictEqual(loadWith({system: {...OK_SYSTEM, napi: '10'}}), GOOD_BINDING);
 });
 
 test('TF_CPP_MIN_LOG_LEVEL is set to 2 before loading, unless already set', () => {
   const env = {};
   let seen;
-  loader.load({ system: OK_SYSTEM, env, requireBinding: () => { seen = env.TF_CPP_MIN_LOG_LEVEL; return GOOD_BINDING; } });
+  loader.load({system: OK_SYSTEM, env, requireBinding: () => { seen = env.TF_CPP_MIN_LOG_LEVEL; return GOOD_BINDING; }});
   assert.strictEqual(seen, '2');
-  const chosen = { TF_CPP_MIN_LOG_LEVEL: '0' };
-  loader.load({ system: OK_SYSTEM, env: chosen, requireBinding: () => GOOD_BINDING });
+  const chosen = {TF_CPP_MIN_LOG_LEVEL: '0'};
+  loader.load({system: OK_SYSTEM, env: chosen, requireBinding: () => GOOD_BINDING});
   assert.strictEqual(chosen.TF_CPP_MIN_LOG_LEVEL, '0');
 });
 
@@ -190,7 +190,7 @@ test('missing libtensorflow: says so, where it was looked for, and how to fix it
     const err = assertLoadError(
       () => loadWith({
         root: inst.root,
-        env: { LD_LIBRARY_PATH: '/opt/custom/lib' },
+        env: {LD_LIBRARY_PATH: '/opt/custom/lib'},
         // As napi's loader chains them: the addon's dlopen error, then its wasi fallbacks.
         requireBinding: () => {
           throw napiLoaderError(dlopen, notFound(loader.PLATFORM_PACKAGE), notFound('./tfjs-node-rs.wasi.cjs'),
@@ -217,7 +217,7 @@ test('missing libtensorflow: says so, where it was looked for, and how to fix it
 });
 
 test('missing libtensorflow_framework is reported the same way', () => {
-  const inst = fakeInstall({ deps: true });
+  const inst = fakeInstall({deps: true});
   try {
     assertLoadError(
       () => loadWith({
@@ -255,7 +255,7 @@ test('shared copy removed (cache cleaned): says so, and what to run', () => {
     );
     assert.ok(err.message.includes(shared), err.message);
     // The shared copy present with the library: not this message (something else is wrong).
-    fs.mkdirSync(path.join(shared, 'lib'), { recursive: true });
+    fs.mkdirSync(path.join(shared, 'lib'), {recursive: true});
     fs.writeFileSync(path.join(shared, 'lib', 'libtensorflow_cc.so.2'), '');
     assertLoadError(load, /libtensorflow is missing: the addon/);
   } finally {
@@ -264,7 +264,7 @@ test('shared copy removed (cache cleaned): says so, and what to run', () => {
 });
 
 test('a missing platform package says it is not installed and how to reinstall', () => {
-  const inst = fakeInstall({ platformPackage: false });
+  const inst = fakeInstall({platformPackage: false});
   try {
     assertLoadError(
       () => loadWith({
@@ -321,7 +321,7 @@ test('other load errors are wrapped with the loader messages', () => {
   const inst = fakeInstall();
   try {
     assertLoadError(
-      () => loadWith({ root: inst.root, requireBinding: () => { throw napiLoaderError('something odd'); } }),
+      () => loadWith({root: inst.root, requireBinding: () => { throw napiLoaderError('something odd'); }}),
       /could not be loaded/,
       /something odd/,
     );
@@ -333,18 +333,18 @@ test('other load errors are wrapped with the loader messages', () => {
 test('TF_Version of another major version is rejected, naming found and needed', () => {
   for (const v of ['1.15.0', '3.0.0']) {
     assertLoadError(
-      () => loadWith({ requireBinding: () => ({ tfVersion: () => v }) }),
+      () => loadWith({requireBinding: () => ({tfVersion: () => v})}),
       new RegExp(`incompatible libtensorflow ${v.replace(/\./g, '\\.')}`),
       /needs libtensorflow 2\.x/,
     );
   }
-  assert.ok(loadWith({ requireBinding: () => ({ tfVersion: () => '2.99.1' }) }));
+  assert.ok(loadWith({requireBinding: () => ({tfVersion: () => '2.99.1'})}));
 });
 
 test("the loaded binding carries TF_Version, as tfjs-node's binding does", () => {
   // Client libraries (e.g. @vladmandic/human) read tf.backend().binding.TF_Version to tell that
   // tfjs-node is present, and fall back to tfjs's cpu backend without it.
-  const binding = loadWith({ requireBinding: () => ({ tfVersion: () => '2.99.1' }) });
+  const binding = loadWith({requireBinding: () => ({tfVersion: () => '2.99.1'})});
   assert.strictEqual(binding.TF_Version, '2.99.1');
 });
 
@@ -352,7 +352,7 @@ test('readElfDynamic reads DT_NEEDED and DT_RUNPATH', () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tfjs-node-rs-elf-'));
   try {
     const file = path.join(dir, 'a.node');
-    fs.writeFileSync(file, fakeElf({ needed: ['libtensorflow_cc.so.2', 'libc.so.6'], runpath: '$ORIGIN/a:/b' }));
+    fs.writeFileSync(file, fakeElf({needed: ['libtensorflow_cc.so.2', 'libc.so.6'], runpath: '$ORIGIN/a:/b'}));
     assert.deepStrictEqual(loader.readElfDynamic(file), {
       needed: ['libtensorflow_cc.so.2', 'libc.so.6'],
       runpath: ['$ORIGIN/a', '/b'],
@@ -361,14 +361,14 @@ test('readElfDynamic reads DT_NEEDED and DT_RUNPATH', () => {
     fs.writeFileSync(file, 'not an elf file at all, but long enough to have a header.............');
     assert.throws(() => loader.readElfDynamic(file), /not an ELF file/);
   } finally {
-    fs.rmSync(dir, { recursive: true, force: true });
+    fs.rmSync(dir, {recursive: true, force: true});
   }
 });
 
 // With a built addon: its real RUNPATH, and the real dlopen error of a copy that
 // sits where no libtensorflow can be found.
 const built = path.join(ROOT, loader.ADDON_FILE);
-test('the built addon: RUNPATH, and the real missing-libtensorflow error', { skip: !fs.existsSync(built) && 'addon not built' }, () => {
+test('the built addon: RUNPATH, and the real missing-libtensorflow error', {skip: !fs.existsSync(built) && 'addon not built'}, () => {
   const elf = loader.readElfDynamic(built);
   assert.ok(elf.needed.includes('libtensorflow_cc.so.2'), JSON.stringify(elf));
   for (const dir of ['$ORIGIN/deps/lib', '$ORIGIN/../tfjs-node-rs/deps/lib', '$ORIGIN/../@tensorflow/tfjs-node/deps/lib', '$ORIGIN/../../deps/lib']) {
@@ -378,10 +378,10 @@ test('the built addon: RUNPATH, and the real missing-libtensorflow error', { ski
   try {
     const addon = path.join(inst.nm, loader.PLATFORM_PACKAGE, loader.ADDON_FILE);
     fs.copyFileSync(built, addon);
-    const env = { ...process.env };
+    const env = {...process.env};
     delete env.LD_LIBRARY_PATH;
     assertLoadError(
-      () => loader.load({ system: loader.detect(), env, root: inst.root, requireBinding: () => require(addon) }),
+      () => loader.load({system: loader.detect(), env, root: inst.root, requireBinding: () => require(addon)}),
       /libtensorflow is missing/,
       /npm rebuild tfjs-node-rs/,
     );

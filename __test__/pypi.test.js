@@ -12,13 +12,13 @@ const http = require('node:http');
 const net = require('node:net');
 const os = require('node:os');
 const path = require('node:path');
-const { spawnSync } = require('node:child_process');
+const {spawnSync} = require('node:child_process');
 
 const pypi = require('../scripts/pypi.js');
-const { startIndex, JSON_TYPE } = require('./support/index_server.js');
-const { scratchDirs, quietLog } = require('./support/scratch.js');
+const {startIndex, JSON_TYPE} = require('./support/index_server.js');
+const {scratchDirs, quietLog} = require('./support/scratch.js');
 
-const { parseIni, parseProjectPage, projectUrl } = pypi._internal;
+const {parseIni, parseProjectPage, projectUrl} = pypi._internal;
 const WHEEL = 'tensorflow_cpu-2.21.0-cp311-cp311-manylinux_2_27_x86_64.whl';
 const OTHER = 'tensorflow_cpu-2.21.0-cp311-cp311-win_amd64.whl';
 const DATA = crypto.randomBytes(3 * 1024 * 1024 + 17);
@@ -29,7 +29,7 @@ const pick = (files) => files.find((f) => f.filename === WHEEL) || null;
 
 // Downloads WHEEL from the given index URL(s) into a new folder, with quick retries
 // and no pip.conf of this machine.
-function download(indexUrl, { env = {}, retries = 2, extra, terminal = null } = {}) {
+function download(indexUrl, {env = {}, retries = 2, extra, terminal = null} = {}) {
   const dir = tempDir('dl');
   const log = quietLog();
   const promise = pypi.downloadFromIndex({
@@ -42,7 +42,7 @@ function download(indexUrl, { env = {}, retries = 2, extra, terminal = null } = 
       PIP_CONFIG_FILE: os.devnull,
       XDG_CONFIG_DIRS: tempDir('etc'),
       PIP_INDEX_URL: indexUrl,
-      ...(extra ? { PIP_EXTRA_INDEX_URL: extra } : {}),
+      ...(extra ? {PIP_EXTRA_INDEX_URL: extra} : {}),
       ...env,
     },
     log,
@@ -50,7 +50,7 @@ function download(indexUrl, { env = {}, retries = 2, extra, terminal = null } = 
     retryDelayMs: 10,
     terminal,
   });
-  return { dir, log, promise };
+  return {dir, log, promise};
 }
 
 function leftIn(dir) {
@@ -58,9 +58,9 @@ function leftIn(dir) {
 }
 
 test('JSON simple API: the file is found, downloaded and checked', async () => {
-  const index = await startIndex([{ filename: OTHER, data: Buffer.from('windows') }, { filename: WHEEL, data: DATA }]);
+  const index = await startIndex([{filename: OTHER, data: Buffer.from('windows')}, {filename: WHEEL, data: DATA}]);
   try {
-    const { dir, promise } = download(index.url);
+    const {dir, promise} = download(index.url);
     const file = await promise;
     assert.equal(file, path.join(dir, WHEEL));
     assert.ok(fs.readFileSync(file).equals(DATA));
@@ -73,11 +73,11 @@ test('JSON simple API: the file is found, downloaded and checked', async () => {
 });
 
 test('progress on a terminal: percent, MB and speed on one redrawn line', async () => {
-  const index = await startIndex([{ filename: WHEEL, data: DATA }]);
+  const index = await startIndex([{filename: WHEEL, data: DATA}]);
   try {
     let drawn = '';
     let closed = false;
-    await download(index.url, { terminal: { write: (s) => { drawn += s; }, close: () => { closed = true; } } }).promise;
+    await download(index.url, {terminal: {write: (s) => { drawn += s; }, close: () => { closed = true; }}}).promise;
     assert.match(drawn, new RegExp(`\\rtfjs-node-rs: downloading ${WHEEL.replace(/\./g, '\\.')} 100% 3/3 MB, [\\d.]+ MB/s \\x1b\\[K\\n$`));
     assert.ok(closed);
   } finally {
@@ -86,9 +86,9 @@ test('progress on a terminal: percent, MB and speed on one redrawn line', async 
 });
 
 test('HTML simple API (an index without PEP 691): same result, hash from the link', async () => {
-  const index = await startIndex([{ filename: WHEEL, data: DATA }], { form: 'html' });
+  const index = await startIndex([{filename: WHEEL, data: DATA}], {form: 'html'});
   try {
-    const { promise } = download(index.url);
+    const {promise} = download(index.url);
     assert.ok(fs.readFileSync(await promise).equals(DATA));
   } finally {
     await index.close();
@@ -96,9 +96,9 @@ test('HTML simple API (an index without PEP 691): same result, hash from the lin
 });
 
 test('sha256 mismatch: one clear message, nothing left behind', async () => {
-  const index = await startIndex([{ filename: WHEEL, data: DATA, listedSha256: 'ab'.repeat(32) }]);
+  const index = await startIndex([{filename: WHEEL, data: DATA, listedSha256: 'ab'.repeat(32)}]);
   try {
-    const { dir, promise } = download(index.url);
+    const {dir, promise} = download(index.url);
     await assert.rejects(promise, (err) => {
       assert.equal(err.code, pypi.INDEX_ERROR);
       assert.match(err.message, new RegExp(`^${WHEEL.replace(/\./g, '\\.')} from 127\\.0\\.0\\.1:\\d+ has sha256 [0-9a-f]{64}, but the index lists ${'ab'.repeat(32)}; the download was deleted`));
@@ -111,9 +111,9 @@ test('sha256 mismatch: one clear message, nothing left behind', async () => {
 });
 
 test('a size other than the listed one is refused', async () => {
-  const index = await startIndex([{ filename: WHEEL, data: DATA, listedSize: DATA.length - 1 }]);
+  const index = await startIndex([{filename: WHEEL, data: DATA, listedSize: DATA.length - 1}]);
   try {
-    const { dir, promise } = download(index.url);
+    const {dir, promise} = download(index.url);
     await assert.rejects(promise, /is larger than the \d+ bytes the index gave/);
     assert.deepEqual(leftIn(dir), []);
   } finally {
@@ -122,9 +122,9 @@ test('a size other than the listed one is refused', async () => {
 });
 
 test('a truncated download that repeats: retried, then one clear message', async () => {
-  const index = await startIndex([{ filename: WHEEL, data: DATA }], { faults: { [WHEEL]: 'truncate-always' } });
+  const index = await startIndex([{filename: WHEEL, data: DATA}], {faults: {[WHEEL]: 'truncate-always'}});
   try {
-    const { dir, log, promise } = download(index.url, { retries: 2 });
+    const {dir, log, promise} = download(index.url, {retries: 2});
     await assert.rejects(promise, (err) => {
       assert.equal(err.code, pypi.INDEX_ERROR);
       assert.match(err.message, new RegExp(`^the download of ${WHEEL.replace(/\./g, '\\.')} broke off at \\d+ of ${DATA.length} bytes .*\\(after 3 attempts\\)$`));
@@ -142,9 +142,9 @@ test('a truncated download that repeats: retried, then one clear message', async
 });
 
 test('a download cut once is resumed with a Range request and completes', async () => {
-  const index = await startIndex([{ filename: WHEEL, data: DATA }], { faults: { [WHEEL]: 'truncate-once' } });
+  const index = await startIndex([{filename: WHEEL, data: DATA}], {faults: {[WHEEL]: 'truncate-once'}});
   try {
-    const { dir, promise } = download(index.url);
+    const {dir, promise} = download(index.url);
     assert.ok(fs.readFileSync(await promise).equals(DATA));
     assert.deepEqual(leftIn(dir), [WHEEL]);
     const files = index.requests.filter((r) => r.path.startsWith('/files/'));
@@ -158,9 +158,9 @@ test('a download cut once is resumed with a Range request and completes', async 
 });
 
 test('a .part left by an earlier run is resumed', async () => {
-  const index = await startIndex([{ filename: WHEEL, data: DATA }]);
+  const index = await startIndex([{filename: WHEEL, data: DATA}]);
   try {
-    const { dir, promise } = (() => {
+    const {dir, promise} = (() => {
       const d = download(index.url);
       return d;
     })();
@@ -174,9 +174,9 @@ test('a .part left by an earlier run is resumed', async () => {
 });
 
 test('404 for the file: one clear message, no retries', async () => {
-  const index = await startIndex([{ filename: WHEEL, data: DATA }], { faults: { [WHEEL]: '404' } });
+  const index = await startIndex([{filename: WHEEL, data: DATA}], {faults: {[WHEEL]: '404'}});
   try {
-    const { dir, promise } = download(index.url);
+    const {dir, promise} = download(index.url);
     await assert.rejects(promise, (err) => {
       assert.equal(err.code, pypi.INDEX_ERROR);
       assert.match(err.message, /^downloading http:\/\/127\.0\.0\.1:\d+\/files\/tensorflow_cpu-2\.21\.0-cp311-cp311-manylinux_2_27_x86_64\.whl answered 404 Not Found$/);
@@ -190,13 +190,13 @@ test('404 for the file: one clear message, no retries', async () => {
 });
 
 test('404 for the project, or no matching file: says which index', async () => {
-  const empty = await startIndex([], { project: 'something-else' });
-  const windowsOnly = await startIndex([{ filename: OTHER, data: Buffer.from('windows') }]);
+  const empty = await startIndex([], {project: 'something-else'});
+  const windowsOnly = await startIndex([{filename: OTHER, data: Buffer.from('windows')}]);
   try {
     await assert.rejects(download(empty.url).promise, /^Error: the index http:\/\/127\.0\.0\.1:\d+\/simple\/ has no project tensorflow-cpu \(404 at http:\/\/127\.0\.0\.1:\d+\/simple\/tensorflow-cpu\/\)$/);
     await assert.rejects(download(windowsOnly.url).promise, /lists no tensorflow-cpu 2\.21\.0 wheel \(1 files\)/);
     // An extra index is asked when the first has nothing; both misses are reported.
-    await assert.rejects(download(empty.url, { extra: windowsOnly.url }).promise, /has no project.*; the index page .* lists no/);
+    await assert.rejects(download(empty.url, {extra: windowsOnly.url}).promise, /has no project.*; the index page .* lists no/);
   } finally {
     await empty.close();
     await windowsOnly.close();
@@ -205,9 +205,9 @@ test('404 for the project, or no matching file: says which index', async () => {
 
 test('PIP_EXTRA_INDEX_URL: the file comes from the extra index when the main one lacks it', async () => {
   const empty = await startIndex([]);
-  const full = await startIndex([{ filename: WHEEL, data: DATA }]);
+  const full = await startIndex([{filename: WHEEL, data: DATA}]);
   try {
-    const { promise } = download(empty.url, { extra: full.url });
+    const {promise} = download(empty.url, {extra: full.url});
     assert.ok(fs.readFileSync(await promise).equals(DATA));
   } finally {
     await empty.close();
@@ -216,7 +216,7 @@ test('PIP_EXTRA_INDEX_URL: the file comes from the extra index when the main one
 });
 
 test('an index URL with credentials: sent as basic auth to that index', async () => {
-  const index = await startIndex([{ filename: WHEEL, data: DATA }], { auth: 'user:s3cret' });
+  const index = await startIndex([{filename: WHEEL, data: DATA}], {auth: 'user:s3cret'});
   try {
     assert.ok(fs.readFileSync(await download(index.url).promise).equals(DATA));
     const bad = index.url.replace('s3cret', 'wrong');
@@ -231,17 +231,17 @@ test('nothing listening: cannot reach, after the retries', async () => {
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = server.address().port;
   await new Promise((resolve) => server.close(resolve));
-  const { promise, log } = download(`http://127.0.0.1:${port}/simple/`, { retries: 1 });
+  const {promise, log} = download(`http://127.0.0.1:${port}/simple/`, {retries: 1});
   await assert.rejects(promise, new RegExp(`cannot reach 127\\.0\\.0\\.1:${port} \\(ECONNREFUSED`));
   assert.equal(log.lines.filter((l) => /trying again/.test(l)).length, 1);
 });
 
 test('HTTP_PROXY for an http index, and NO_PROXY', async () => {
-  const index = await startIndex([{ filename: WHEEL, data: DATA }]);
+  const index = await startIndex([{filename: WHEEL, data: DATA}]);
   const seen = [];
   const proxy = http.createServer((req, res) => {
     seen.push(req.url);
-    const up = http.request(req.url, { headers: req.headers }, (r) => {
+    const up = http.request(req.url, {headers: req.headers}, (r) => {
       res.writeHead(r.statusCode, r.headers);
       r.pipe(res);
     });
@@ -250,11 +250,11 @@ test('HTTP_PROXY for an http index, and NO_PROXY', async () => {
   await new Promise((resolve) => proxy.listen(0, '127.0.0.1', resolve));
   try {
     const proxyUrl = `http://127.0.0.1:${proxy.address().port}`;
-    assert.ok(fs.readFileSync(await download(index.url, { env: { HTTP_PROXY: proxyUrl } }).promise).equals(DATA));
+    assert.ok(fs.readFileSync(await download(index.url, {env: {HTTP_PROXY: proxyUrl}}).promise).equals(DATA));
     assert.ok(seen.some((u) => /^http:\/\/127\.0\.0\.1:\d+\/simple\/tensorflow-cpu\/$/.test(u)), seen.join('\n'));
     assert.ok(seen.some((u) => u.includes('/files/')), seen.join('\n'));
     const before = seen.length;
-    await download(index.url, { env: { HTTP_PROXY: proxyUrl, NO_PROXY: 'localhost,127.0.0.1' } }).promise;
+    await download(index.url, {env: {HTTP_PROXY: proxyUrl, NO_PROXY: 'localhost,127.0.0.1'}}).promise;
     assert.equal(seen.length, before);
   } finally {
     proxy.closeAllConnections?.();
@@ -270,17 +270,17 @@ function selfSignedCert() {
     'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1',
     '-addext', 'subjectAltName=IP:127.0.0.1',
     '-keyout', path.join(dir, 'key.pem'), '-out', path.join(dir, 'cert.pem'),
-  ], { encoding: 'utf8' });
+  ], {encoding: 'utf8'});
   if (res.status !== 0) return null;
-  return { key: fs.readFileSync(path.join(dir, 'key.pem')), cert: fs.readFileSync(path.join(dir, 'cert.pem')), file: path.join(dir, 'cert.pem') };
+  return {key: fs.readFileSync(path.join(dir, 'key.pem')), cert: fs.readFileSync(path.join(dir, 'cert.pem')), file: path.join(dir, 'cert.pem')};
 }
 
-const HAVE_OPENSSL = spawnSync('openssl', ['version'], { stdio: 'ignore' }).status === 0;
+const HAVE_OPENSSL = spawnSync('openssl', ['version'], {stdio: 'ignore'}).status === 0;
 
-test('HTTPS: PIP_CERT is the CA bundle; HTTPS_PROXY tunnels with CONNECT', { skip: !HAVE_OPENSSL && 'no openssl' }, async () => {
+test('HTTPS: PIP_CERT is the CA bundle; HTTPS_PROXY tunnels with CONNECT', {skip: !HAVE_OPENSSL && 'no openssl'}, async () => {
   const cert = selfSignedCert();
   assert.ok(cert, 'openssl could not make a certificate');
-  const index = await startIndex([{ filename: WHEEL, data: DATA }], { tls: { key: cert.key, cert: cert.cert } });
+  const index = await startIndex([{filename: WHEEL, data: DATA}], {tls: {key: cert.key, cert: cert.cert}});
   const tunnels = [];
   const proxy = http.createServer((req, res) => res.writeHead(405).end());
   const tunnelSockets = [];
@@ -299,13 +299,13 @@ test('HTTPS: PIP_CERT is the CA bundle; HTTPS_PROXY tunnels with CONNECT', { ski
   await new Promise((resolve) => proxy.listen(0, '127.0.0.1', resolve));
   try {
     // Without the CA bundle the certificate is refused, with a hint.
-    await assert.rejects(download(index.url, { retries: 0 }).promise, /TLS certificate of 127\.0\.0\.1:\d+ could not be verified.*PIP_CERT/);
+    await assert.rejects(download(index.url, {retries: 0}).promise, /TLS certificate of 127\.0\.0\.1:\d+ could not be verified.*PIP_CERT/);
     // With it (from pip.conf here), directly and through the proxy.
     const conf = path.join(tempDir('conf'), 'pip.conf');
     fs.writeFileSync(conf, `[global]\ncert = ${cert.file}\n`);
-    assert.ok(fs.readFileSync(await download(index.url, { env: { PIP_CONFIG_FILE: conf } }).promise).equals(DATA));
+    assert.ok(fs.readFileSync(await download(index.url, {env: {PIP_CONFIG_FILE: conf}}).promise).equals(DATA));
     const viaProxy = download(index.url, {
-      env: { PIP_CERT: cert.file, HTTPS_PROXY: `http://127.0.0.1:${proxy.address().port}` },
+      env: {PIP_CERT: cert.file, HTTPS_PROXY: `http://127.0.0.1:${proxy.address().port}`},
     });
     assert.ok(fs.readFileSync(await viaProxy.promise).equals(DATA));
     assert.ok(tunnels.length >= 2 && tunnels.every((t) => /^127\.0\.0\.1:\d+$/.test(t)), tunnels.join('\n'));
@@ -337,11 +337,11 @@ test('pipSettings: pip.conf [global] and [download], PIP_CONFIG_FILE, environmen
     ].join('\n'),
   };
   const readFile = (file) => {
-    if (!(file in files)) throw Object.assign(new Error('ENOENT'), { code: 'ENOENT' });
+    if (!(file in files)) throw Object.assign(new Error('ENOENT'), {code: 'ENOENT'});
     return files[file];
   };
-  const env = { HOME: '/home/u' };
-  assert.deepEqual(pypi.pipSettings(env, { readFile }), {
+  const env = {HOME: '/home/u'};
+  assert.deepEqual(pypi.pipSettings(env, {readFile}), {
     indexUrls: ['https://global.example/simple', 'https://extra-one.example/simple', 'https://extra-two.example/simple'],
     cert: '/etc/ssl/corp.pem',
     proxy: 'http://proxy.example:3128',
@@ -349,20 +349,20 @@ test('pipSettings: pip.conf [global] and [download], PIP_CONFIG_FILE, environmen
   });
   const fromEnv = pypi.pipSettings({
     ...env, PIP_INDEX_URL: 'https://env.example/simple', PIP_EXTRA_INDEX_URL: 'https://e1/ https://e2/', PIP_CERT: '/ca.pem', PIP_DEFAULT_TIMEOUT: '180',
-  }, { readFile });
+  }, {readFile});
   assert.deepEqual(fromEnv.indexUrls, ['https://env.example/simple', 'https://e1/', 'https://e2/']);
   assert.equal(fromEnv.cert, '/ca.pem');
   assert.equal(fromEnv.timeoutS, 180);
   // No configuration at all: PyPI. pip's find-links is not used.
-  const none = pypi.pipSettings({ HOME: '/nowhere', PIP_FIND_LINKS: '/opt/wheels' }, { readFile: () => { throw new Error('ENOENT'); } });
+  const none = pypi.pipSettings({HOME: '/nowhere', PIP_FIND_LINKS: '/opt/wheels'}, {readFile: () => { throw new Error('ENOENT'); }});
   assert.deepEqual(none.indexUrls, [pypi.DEFAULT_INDEX]);
   assert.equal(none.cert, null);
 });
 
 test('parseIni: comments, continuation lines, keys with underscores', () => {
   assert.deepEqual(parseIni('; c\n[global]\nIndex_URL = a\nextra-index-url = b\n  c\n# x\n[download]\nno-deps: yes\n'), {
-    global: { 'index-url': 'a', 'extra-index-url': 'b\nc' },
-    download: { 'no-deps': 'yes' },
+    global: {'index-url': 'a', 'extra-index-url': 'b\nc'},
+    download: {'no-deps': 'yes'},
   });
 });
 
@@ -370,8 +370,8 @@ test('parseProjectPage: JSON and HTML forms, relative URLs, hashes, yanked files
   const page = new URL('https://idx.example/simple/tensorflow-cpu/');
   const json = parseProjectPage(JSON.stringify({
     files: [
-      { filename: 'a.whl', url: '../../f/a.whl', hashes: { sha256: 'AB'.repeat(32) }, size: 12 },
-      { filename: 'b.whl', url: 'https://cdn.example/b.whl#sha256=' + 'cd'.repeat(32), hashes: {}, yanked: 'broken' },
+      {filename: 'a.whl', url: '../../f/a.whl', hashes: {sha256: 'AB'.repeat(32)}, size: 12},
+      {filename: 'b.whl', url: 'https://cdn.example/b.whl#sha256=' + 'cd'.repeat(32), hashes: {}, yanked: 'broken'},
     ],
   }), `${JSON_TYPE}; charset=utf-8`, page);
   assert.deepEqual(json.map((f) => [f.filename, f.url.href, f.sha256, f.size, f.yanked]), [

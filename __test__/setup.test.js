@@ -9,17 +9,17 @@ const crypto = require('node:crypto');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { spawn, spawnSync } = require('node:child_process');
+const {spawn, spawnSync} = require('node:child_process');
 
 const setup = require('../scripts/libtensorflow.js');
-const { build } = require('../scripts/build.js');
-const { scratchDirs, quietLog } = require('./support/scratch.js');
+const {build} = require('../scripts/build.js');
+const {scratchDirs, quietLog} = require('./support/scratch.js');
 
-const { listZip, extractZip, wheelTarget, checkPlatform, ZIP_CORRUPT } = setup._internal;
+const {listZip, extractZip, wheelTarget, checkPlatform, ZIP_CORRUPT} = setup._internal;
 const WHEEL_NAME = 'tensorflow_cpu-2.21.0-cp311-cp311-manylinux_2_27_x86_64.whl';
-const PLATFORM = { platform: 'linux', arch: 'x64', glibc: '2.35' };
-const HAVE_PYTHON = spawnSync('python3', ['-c', 'import zipfile'], { stdio: 'ignore' }).status === 0;
-const needsPython = { skip: HAVE_PYTHON ? false : 'python3 (zipfile) is not available' };
+const PLATFORM = {platform: 'linux', arch: 'x64', glibc: '2.35'};
+const HAVE_PYTHON = spawnSync('python3', ['-c', 'import zipfile'], {stdio: 'ignore'}).status === 0;
+const needsPython = {skip: HAVE_PYTHON ? false : 'python3 (zipfile) is not available'};
 
 const tempDir = scratchDirs('tfjs-node-rs-setup-test-');
 
@@ -41,7 +41,7 @@ function pyZip(file, entries) {
     '        info.external_attr = (0o40755 if name.endswith("/") else 0o100644) << 16',
     '        z.writestr(info, base64.b64decode(data))',
   ].join('\n');
-  const res = spawnSync('python3', ['-c', code, file], { input: JSON.stringify(spec), encoding: 'utf8' });
+  const res = spawnSync('python3', ['-c', code, file], {input: JSON.stringify(spec), encoding: 'utf8'});
   assert.equal(res.status, 0, res.stderr);
   return file;
 }
@@ -168,24 +168,24 @@ test('extractZip: unreadable archives fail with the corrupt-zip code', needsPyth
 
   const notZip = path.join(dir, 'not.zip');
   fs.writeFileSync(notZip, 'this is not a zip file at all, just text');
-  await assert.rejects(extractZip(notZip, path.join(dir, 'o1'), identity), { code: ZIP_CORRUPT });
+  await assert.rejects(extractZip(notZip, path.join(dir, 'o1'), identity), {code: ZIP_CORRUPT});
 
   const truncated = path.join(dir, 'truncated.zip');
   fs.writeFileSync(truncated, bytes.subarray(0, bytes.length - 100));
-  await assert.rejects(extractZip(truncated, path.join(dir, 'o2'), identity), { code: ZIP_CORRUPT });
+  await assert.rejects(extractZip(truncated, path.join(dir, 'o2'), identity), {code: ZIP_CORRUPT});
 
   const flipped = Buffer.from(bytes);
   flipped[1000] ^= 0xff; // inside f.bin's stored data: the CRC-32 (or size) check must catch it
   const flippedFile = path.join(dir, 'flipped.zip');
   fs.writeFileSync(flippedFile, flipped);
-  await assert.rejects(extractZip(flippedFile, path.join(dir, 'o3'), identity), { code: ZIP_CORRUPT });
+  await assert.rejects(extractZip(flippedFile, path.join(dir, 'o3'), identity), {code: ZIP_CORRUPT});
 
-  await assert.rejects(extractZip(good, path.join(dir, 'o4'), () => '../escape'), { code: ZIP_CORRUPT });
+  await assert.rejects(extractZip(good, path.join(dir, 'o4'), () => '../escape'), {code: ZIP_CORRUPT});
 
   // A write failure (here: the target is a folder) is a file system error, not a
   // corrupt archive: the cached wheel must not be deleted for it.
   const o5 = path.join(dir, 'o5');
-  fs.mkdirSync(path.join(o5, 'f.bin'), { recursive: true });
+  fs.mkdirSync(path.join(o5, 'f.bin'), {recursive: true});
   await assert.rejects(extractZip(good, o5, (n) => (n === 'f.bin' ? n : null)), (err) => {
     assert.notEqual(err.code, ZIP_CORRUPT);
     assert.equal(err.code, 'EISDIR');
@@ -221,13 +221,13 @@ test('wheelTarget: keeps the libs and the C API headers only', () => {
 });
 
 test('checkPlatform: only Linux x64 with glibc >= 2.27', () => {
-  checkPlatform({ platform: 'linux', arch: 'x64', glibc: '2.27' });
-  checkPlatform({ platform: 'linux', arch: 'x64', glibc: '2.35' });
+  checkPlatform({platform: 'linux', arch: 'x64', glibc: '2.27'});
+  checkPlatform({platform: 'linux', arch: 'x64', glibc: '2.35'});
   const cases = [
-    [{ platform: 'darwin', arch: 'arm64' }, /platform=darwin, arch=arm64/],
-    [{ platform: 'linux', arch: 'arm64', glibc: '2.35' }, /arch=arm64, libc=glibc 2\.35/],
-    [{ platform: 'linux', arch: 'x64', glibc: undefined }, /libc=not glibc/],
-    [{ platform: 'linux', arch: 'x64', glibc: '2.17' }, /needs glibc >= 2\.27.*glibc 2\.17/],
+    [{platform: 'darwin', arch: 'arm64'}, /platform=darwin, arch=arm64/],
+    [{platform: 'linux', arch: 'arm64', glibc: '2.35'}, /arch=arm64, libc=glibc 2\.35/],
+    [{platform: 'linux', arch: 'x64', glibc: undefined}, /libc=not glibc/],
+    [{platform: 'linux', arch: 'x64', glibc: '2.17'}, /needs glibc >= 2\.27.*glibc 2\.17/],
   ];
   for (const [p, re] of cases) {
     assert.throws(() => checkPlatform(p), (err) => {
@@ -247,16 +247,16 @@ test('checkPlatform: only Linux x64 with glibc >= 2.27', () => {
 const DEAD_INDEX = 'http://127.0.0.1:9/simple/';
 
 function baseEnv(extra = {}) {
-  const env = { PATH: process.env.PATH, HOME: tempDir('home'), PIP_INDEX_URL: DEAD_INDEX, ...extra };
+  const env = {PATH: process.env.PATH, HOME: tempDir('home'), PIP_INDEX_URL: DEAD_INDEX, ...extra};
   return env;
 }
 
 // ensureLibtensorflow without the index client's waits between retries.
 function ensure(opts) {
-  return setup.ensureLibtensorflow({ index: { retries: 0 }, ...opts });
+  return setup.ensureLibtensorflow({index: {retries: 0}, ...opts});
 }
 
-function fakeTensorflowDir({ headers = true } = {}) {
+function fakeTensorflowDir({headers = true} = {}) {
   const dir = tempDir('tf');
   fs.writeFileSync(path.join(dir, 'libtensorflow_cc.so.2'), 'fake cc library');
   fs.writeFileSync(path.join(dir, 'libtensorflow_framework.so.2'), 'fake framework library');
@@ -270,7 +270,7 @@ function fakeTensorflowDir({ headers = true } = {}) {
       'tensorflow/core/framework/tensor.h', // not wanted
     ]) {
       const f = path.join(dir, 'include', rel);
-      fs.mkdirSync(path.dirname(f), { recursive: true });
+      fs.mkdirSync(path.dirname(f), {recursive: true});
       fs.writeFileSync(f, `// ${rel}\n`);
     }
   }
@@ -319,7 +319,7 @@ function fakePythonBin() {
     'fs.mkdirSync(d, { recursive: true });',
     'fs.copyFileSync(process.env.FAKE_WHEEL, path.join(d, path.basename(process.env.FAKE_WHEEL)));',
   ].join('\n');
-  fs.writeFileSync(path.join(bin, 'python3'), script, { mode: 0o755 });
+  fs.writeFileSync(path.join(bin, 'python3'), script, {mode: 0o755});
   return bin;
 }
 
@@ -330,7 +330,7 @@ function pipCalls(logFile) {
 
 // deps/ is a complete tree of the given kind; made from a wheel, it is a link to
 // the shared copy (unless copied).
-function assertDeps(root, { kind, copied = false }) {
+function assertDeps(root, {kind, copied = false}) {
   const deps = path.join(root, 'deps');
   const linked = kind === 'wheel' && !copied;
   assert.equal(fs.lstatSync(deps).isSymbolicLink(), linked);
@@ -365,11 +365,11 @@ test('TFJS_NODE_RS_LIBTENSORFLOW: libs symlinked, headers copied', async () => {
   const tf = fakeTensorflowDir();
   const root = tempDir('root');
   const r = await ensure({
-    root, log: quietLog(), env: baseEnv({ TFJS_NODE_RS_LIBTENSORFLOW: tf }), platform: PLATFORM,
+    root, log: quietLog(), env: baseEnv({TFJS_NODE_RS_LIBTENSORFLOW: tf}), platform: PLATFORM,
   });
   assert.equal(r.fresh, true);
   assert.equal(r.lib, setup.libtensorflowDir(root));
-  const marker = assertDeps(root, { kind: 'directory' });
+  const marker = assertDeps(root, {kind: 'directory'});
   assert.equal(marker.source, tf);
   for (const lib of ['libtensorflow_cc.so.2', 'libtensorflow_framework.so.2']) {
     assert.equal(fs.readlinkSync(path.join(root, 'deps/lib', lib)), path.join(tf, lib));
@@ -383,7 +383,7 @@ test('TFJS_NODE_RS_LIBTENSORFLOW without the libs: one clear error, no deps/', a
   const root = tempDir('root');
   await assert.rejects(
     ensure({
-      root, log: quietLog(), env: baseEnv({ TFJS_NODE_RS_LIBTENSORFLOW: tf }), platform: PLATFORM,
+      root, log: quietLog(), env: baseEnv({TFJS_NODE_RS_LIBTENSORFLOW: tf}), platform: PLATFORM,
     }),
     (err) => {
       assert.equal(err.code, 'TFJS_NODE_RS_SETUP');
@@ -398,51 +398,51 @@ test('TFJS_NODE_RS_LIBTENSORFLOW without the libs: one clear error, no deps/', a
 test('fast path: a complete deps/ is left alone, quickly', async () => {
   const tf = fakeTensorflowDir();
   const root = tempDir('root');
-  const env = baseEnv({ TFJS_NODE_RS_LIBTENSORFLOW: tf });
-  await ensure({ root, log: quietLog(), env, platform: PLATFORM });
+  const env = baseEnv({TFJS_NODE_RS_LIBTENSORFLOW: tf});
+  await ensure({root, log: quietLog(), env, platform: PLATFORM});
   const markerFile = path.join(root, 'deps/.complete');
   const before = fs.statSync(markerFile).mtimeMs;
   const log = quietLog();
   const t0 = process.hrtime.bigint();
-  const r = await ensure({ root, log, env, platform: PLATFORM });
+  const r = await ensure({root, log, env, platform: PLATFORM});
   const ms = Number(process.hrtime.bigint() - t0) / 1e6;
   assert.equal(r.fresh, false);
   assert.ok(ms < 50, `fast path took ${ms} ms`);
   assert.deepEqual(log.lines, []);
   assert.equal(fs.statSync(markerFile).mtimeMs, before);
   // Also without the variable: a deps/ made from a directory stays valid.
-  const r2 = await ensure({ root, log, env: baseEnv(), platform: PLATFORM });
+  const r2 = await ensure({root, log, env: baseEnv(), platform: PLATFORM});
   assert.equal(r2.fresh, false);
 });
 
 test('repair: deps/ without .complete, with a wrong-size lib, or a stale temp dir', async () => {
   const tf = fakeTensorflowDir();
   const root = tempDir('root');
-  const env = baseEnv({ TFJS_NODE_RS_LIBTENSORFLOW: tf });
+  const env = baseEnv({TFJS_NODE_RS_LIBTENSORFLOW: tf});
   // A half-finished deps/, as a run killed midway (or made by hand) leaves it.
-  fs.mkdirSync(path.join(root, 'deps/lib'), { recursive: true });
+  fs.mkdirSync(path.join(root, 'deps/lib'), {recursive: true});
   fs.writeFileSync(path.join(root, 'deps/lib/libtensorflow_cc.so.2'), 'half');
-  fs.mkdirSync(path.join(root, 'deps.tmp-99999999/lib'), { recursive: true });
-  let r = await ensure({ root, log: quietLog(), env, platform: PLATFORM });
+  fs.mkdirSync(path.join(root, 'deps.tmp-99999999/lib'), {recursive: true});
+  let r = await ensure({root, log: quietLog(), env, platform: PLATFORM});
   assert.equal(r.fresh, true);
-  assertDeps(root, { kind: 'directory' });
+  assertDeps(root, {kind: 'directory'});
 
   // .complete removed: rebuilt.
   fs.rmSync(path.join(root, 'deps/.complete'));
-  r = await ensure({ root, log: quietLog(), env, platform: PLATFORM });
+  r = await ensure({root, log: quietLog(), env, platform: PLATFORM});
   assert.equal(r.fresh, true);
-  assertDeps(root, { kind: 'directory' });
+  assertDeps(root, {kind: 'directory'});
 
   // A library whose size differs from the one recorded: rebuilt.
   fs.appendFileSync(path.join(tf, 'libtensorflow_cc.so.2'), ' grown');
-  r = await ensure({ root, log: quietLog(), env, platform: PLATFORM });
+  r = await ensure({root, log: quietLog(), env, platform: PLATFORM});
   assert.equal(r.fresh, true);
-  assertDeps(root, { kind: 'directory' });
+  assertDeps(root, {kind: 'directory'});
 
   // The variable now names another directory: rebuilt from it.
-  const tf2 = fakeTensorflowDir({ headers: false });
+  const tf2 = fakeTensorflowDir({headers: false});
   r = await ensure({
-    root, log: quietLog(), env: baseEnv({ TFJS_NODE_RS_LIBTENSORFLOW: tf2 }), platform: PLATFORM,
+    root, log: quietLog(), env: baseEnv({TFJS_NODE_RS_LIBTENSORFLOW: tf2}), platform: PLATFORM,
   });
   assert.equal(r.fresh, true);
   assert.equal(fs.readlinkSync(path.join(root, 'deps/lib/libtensorflow_cc.so.2')), path.join(tf2, 'libtensorflow_cc.so.2'));
@@ -451,13 +451,13 @@ test('repair: deps/ without .complete, with a wrong-size lib, or a stale temp di
 test('a moved checkout gets its pkg-config paths rewritten', async () => {
   const tf = fakeTensorflowDir();
   const first = tempDir('root');
-  const env = baseEnv({ TFJS_NODE_RS_LIBTENSORFLOW: tf });
-  await ensure({ root: first, log: quietLog(), env, platform: PLATFORM });
+  const env = baseEnv({TFJS_NODE_RS_LIBTENSORFLOW: tf});
+  await ensure({root: first, log: quietLog(), env, platform: PLATFORM});
   const moved = `${first}-moved`;
   fs.renameSync(first, moved);
-  const r = await ensure({ root: moved, log: quietLog(), env, platform: PLATFORM });
+  const r = await ensure({root: moved, log: quietLog(), env, platform: PLATFORM});
   assert.equal(r.fresh, false);
-  assertDeps(moved, { kind: 'directory' });
+  assertDeps(moved, {kind: 'directory'});
 });
 
 test('wheel in the download cache: extracted without pip', needsPython, async () => {
@@ -465,11 +465,11 @@ test('wheel in the download cache: extracted without pip', needsPython, async ()
   fs.mkdirSync(path.join(cache, 'tfjs-node-rs'));
   fs.copyFileSync(goodWheelFile(), path.join(cache, 'tfjs-node-rs', WHEEL_NAME));
   const root = tempDir('root');
-  const env = baseEnv({ XDG_CACHE_HOME: cache, PATH: tempDir('empty-path') }); // no python3 reachable
+  const env = baseEnv({XDG_CACHE_HOME: cache, PATH: tempDir('empty-path')}); // no python3 reachable
   assert.equal(setup.cacheDir(env), path.join(cache, 'tfjs-node-rs'));
-  const r = await ensure({ root, log: quietLog(), env, platform: PLATFORM });
+  const r = await ensure({root, log: quietLog(), env, platform: PLATFORM});
   assert.equal(r.fresh, true);
-  const marker = assertDeps(root, { kind: 'wheel' });
+  const marker = assertDeps(root, {kind: 'wheel'});
   assert.equal(marker.source, path.join(cache, 'tfjs-node-rs', WHEEL_NAME));
   assert.equal(fs.readFileSync(path.join(root, 'deps/lib/libtensorflow_cc.so.2'), 'utf8'), 'cc '.repeat(10000));
   assert.ok(!fs.lstatSync(path.join(root, 'deps/lib/libtensorflow_cc.so.2')).isSymbolicLink());
@@ -485,8 +485,8 @@ test('no wheel cached: downloaded with pip (fake python3), then cached', needsPy
     FAKE_PIP_LOG: pipLog,
   });
   const root = tempDir('root');
-  await ensure({ root, log: quietLog(), env, platform: PLATFORM });
-  assertDeps(root, { kind: 'wheel' });
+  await ensure({root, log: quietLog(), env, platform: PLATFORM});
+  assertDeps(root, {kind: 'wheel'});
   const calls = pipCalls(pipLog);
   const download = calls.find((c) => c.includes('download'));
   assert.ok(download, JSON.stringify(calls));
@@ -508,8 +508,8 @@ test('corrupt cached wheel: deleted and downloaded again once', needsPython, asy
   });
   const root = tempDir('root');
   const log = quietLog();
-  await ensure({ root, log, env, platform: PLATFORM });
-  assertDeps(root, { kind: 'wheel' });
+  await ensure({root, log, env, platform: PLATFORM});
+  assertDeps(root, {kind: 'wheel'});
   assert.ok(log.lines.some((l) => /unreadable.*downloading again/.test(l)), log.lines.join('\n'));
   assert.equal(pipCalls(pipLog).filter((c) => c.includes('download')).length, 1);
   assert.deepEqual(fs.readFileSync(cached), fs.readFileSync(goodWheelFile()));
@@ -524,7 +524,7 @@ test('a downloaded wheel that is corrupt too: error, and it is deleted', needsPy
     FAKE_PIP_LOG: path.join(tempDir('piplog'), 'calls'),
   });
   const root = tempDir('root');
-  await assert.rejects(ensure({ root, log: quietLog(), env, platform: PLATFORM }), (err) => {
+  await assert.rejects(ensure({root, log: quietLog(), env, platform: PLATFORM}), (err) => {
     assert.equal(err.code, 'TFJS_NODE_RS_SETUP');
     assert.match(err.message, /downloaded wheel .* is unreadable .*it was deleted/);
     return true;
@@ -534,9 +534,9 @@ test('a downloaded wheel that is corrupt too: error, and it is deleted', needsPy
 });
 
 test('no python3: says to install it or set TFJS_NODE_RS_LIBTENSORFLOW', async () => {
-  const env = baseEnv({ XDG_CACHE_HOME: tempDir('xdg'), PATH: tempDir('empty-path') });
+  const env = baseEnv({XDG_CACHE_HOME: tempDir('xdg'), PATH: tempDir('empty-path')});
   const root = tempDir('root');
-  await assert.rejects(ensure({ root, log: quietLog(), env, platform: PLATFORM }), (err) => {
+  await assert.rejects(ensure({root, log: quietLog(), env, platform: PLATFORM}), (err) => {
     assert.equal(err.code, 'TFJS_NODE_RS_SETUP');
     assert.match(err.message, /python3 was not found/);
     assert.match(err.message, /install python3 with pip, or set TFJS_NODE_RS_LIBTENSORFLOW to a directory holding libtensorflow_cc\.so\.2 and libtensorflow_framework\.so\.2/);
@@ -551,7 +551,7 @@ test('python3 without pip: says so', async () => {
     FAKE_PIP_LOG: path.join(tempDir('piplog'), 'calls'),
   });
   await assert.rejects(
-    ensure({ root: tempDir('root'), log: quietLog(), env, platform: PLATFORM }),
+    ensure({root: tempDir('root'), log: quietLog(), env, platform: PLATFORM}),
     (err) => {
       assert.equal(err.code, 'TFJS_NODE_RS_SETUP');
       assert.match(err.message, /python3 has no pip/);
@@ -569,7 +569,7 @@ test('pip download fails: shows pip\'s last lines', async () => {
     FAKE_PIP_LOG: path.join(tempDir('piplog'), 'calls'),
   });
   const root = tempDir('root');
-  await assert.rejects(ensure({ root, log: quietLog(), env, platform: PLATFORM }), (err) => {
+  await assert.rejects(ensure({root, log: quietLog(), env, platform: PLATFORM}), (err) => {
     assert.equal(err.code, 'TFJS_NODE_RS_SETUP');
     assert.match(err.message, /^downloading tensorflow-cpu==2\.21\.0 failed: pip exited with code 1/);
     assert.match(err.message, /No matching distribution found for tensorflow-cpu==2\.21\.0/);
@@ -587,7 +587,7 @@ test('the CLI prints only the message and exits 1', () => {
     fs.copyFileSync(path.join(__dirname, '..', 'scripts', file), path.join(root, 'scripts', file));
   }
   const res = spawnSync(process.execPath, [path.join(root, 'scripts', 'libtensorflow.js')], {
-    env: { ...process.env, TFJS_NODE_RS_LIBTENSORFLOW: tempDir('empty-tf') },
+    env: {...process.env, TFJS_NODE_RS_LIBTENSORFLOW: tempDir('empty-tf')},
     encoding: 'utf8',
   });
   assert.equal(res.status, 1, res.stderr);
@@ -603,10 +603,10 @@ test('the CLI prints only the message and exits 1', () => {
 
 test('build: a missing cargo is reported clearly', async () => {
   const root = tempDir('root');
-  fs.mkdirSync(path.join(root, 'node_modules/.bin'), { recursive: true });
-  fs.writeFileSync(path.join(root, 'node_modules/.bin/napi'), '', { mode: 0o755 });
-  const env = { PATH: tempDir('empty-path'), HOME: tempDir('home'), TFJS_NODE_RS_LIBTENSORFLOW: fakeTensorflowDir() };
-  await assert.rejects(build({ root, log: quietLog(), env }), (err) => {
+  fs.mkdirSync(path.join(root, 'node_modules/.bin'), {recursive: true});
+  fs.writeFileSync(path.join(root, 'node_modules/.bin/napi'), '', {mode: 0o755});
+  const env = {PATH: tempDir('empty-path'), HOME: tempDir('home'), TFJS_NODE_RS_LIBTENSORFLOW: fakeTensorflowDir()};
+  await assert.rejects(build({root, log: quietLog(), env}), (err) => {
     assert.equal(err.code, 'TFJS_NODE_RS_SETUP');
     assert.match(err.message, /cargo \(the Rust toolchain\) was not found/);
     assert.match(err.message, /prebuilt binaries and do not need it/);
@@ -621,7 +621,7 @@ function cachedWheelEnv(extra = {}) {
   const cache = tempDir('xdg');
   fs.mkdirSync(path.join(cache, 'tfjs-node-rs'));
   fs.copyFileSync(goodWheelFile(), path.join(cache, 'tfjs-node-rs', WHEEL_NAME));
-  return baseEnv({ XDG_CACHE_HOME: cache, PATH: tempDir('empty-path'), ...extra });
+  return baseEnv({XDG_CACHE_HOME: cache, PATH: tempDir('empty-path'), ...extra});
 }
 
 const extractions = (log) => log.lines.filter((l) => /^extracting libtensorflow/.test(l)).length;
@@ -633,11 +633,11 @@ test('shared copy: unpacked once, and every project links to it', needsPython, a
   const first = tempDir('root');
   const second = tempDir('root');
   const log = quietLog();
-  await ensure({ root: first, log, env, platform: PLATFORM });
-  await ensure({ root: second, log, env, platform: PLATFORM });
+  await ensure({root: first, log, env, platform: PLATFORM});
+  await ensure({root: second, log, env, platform: PLATFORM});
   assert.equal(extractions(log), 1, log.lines.join('\n'));
   for (const root of [first, second]) {
-    assertDeps(root, { kind: 'wheel' });
+    assertDeps(root, {kind: 'wheel'});
     assert.equal(fs.readlinkSync(path.join(root, 'deps')), shared);
   }
   assert.equal(JSON.parse(fs.readFileSync(path.join(shared, '.complete'), 'utf8')).deps, shared);
@@ -649,69 +649,69 @@ test('shared copy: concurrent installs wait for one unpacking', needsPython, asy
   const env = cachedWheelEnv();
   const log = quietLog();
   const roots = [tempDir('root'), tempDir('root'), tempDir('root')];
-  await Promise.all(roots.map((root) => ensure({ root, log, env, platform: PLATFORM })));
+  await Promise.all(roots.map((root) => ensure({root, log, env, platform: PLATFORM})));
   assert.equal(extractions(log), 1, log.lines.join('\n'));
   assert.ok(log.lines.some((l) => /^waiting for another install/.test(l)), log.lines.join('\n'));
-  for (const root of roots) assertDeps(root, { kind: 'wheel' });
+  for (const root of roots) assertDeps(root, {kind: 'wheel'});
 });
 
 test('shared copy: a lock left by a dead process is taken over', needsPython, async () => {
   const env = cachedWheelEnv();
   const lock = `${setup.sharedDir(env)}.lock`;
   fs.mkdirSync(lock);
-  fs.writeFileSync(path.join(lock, 'owner.json'), JSON.stringify({ pid: 99999999, host: os.hostname() }));
+  fs.writeFileSync(path.join(lock, 'owner.json'), JSON.stringify({pid: 99999999, host: os.hostname()}));
   const root = tempDir('root');
-  await ensure({ root, log: quietLog(), env, platform: PLATFORM });
-  assertDeps(root, { kind: 'wheel' });
+  await ensure({root, log: quietLog(), env, platform: PLATFORM});
+  assertDeps(root, {kind: 'wheel'});
   assert.ok(!fs.existsSync(lock));
 });
 
 test('shared copy removed (cache cleaned): the next run unpacks it again', needsPython, async () => {
   const env = cachedWheelEnv();
   const root = tempDir('root');
-  await ensure({ root, log: quietLog(), env, platform: PLATFORM });
-  fs.rmSync(setup.sharedDir(env), { recursive: true });
+  await ensure({root, log: quietLog(), env, platform: PLATFORM});
+  fs.rmSync(setup.sharedDir(env), {recursive: true});
   const log = quietLog();
-  const r = await ensure({ root, log, env, platform: PLATFORM });
+  const r = await ensure({root, log, env, platform: PLATFORM});
   assert.equal(r.fresh, true);
   assert.equal(extractions(log), 1);
-  assertDeps(root, { kind: 'wheel' });
+  assertDeps(root, {kind: 'wheel'});
 });
 
 test('TFJS_NODE_RS_COPY_LIBTENSORFLOW=1 copies the shared copy into deps/; unset, deps/ links again', needsPython, async () => {
   const env = cachedWheelEnv();
   const root = tempDir('root');
   const log = quietLog();
-  await ensure({ root, log, env: { ...env, [setup.COPY_ENV]: '1' }, platform: PLATFORM });
-  const marker = assertDeps(root, { kind: 'wheel', copied: true });
+  await ensure({root, log, env: {...env, [setup.COPY_ENV]: '1'}, platform: PLATFORM});
+  const marker = assertDeps(root, {kind: 'wheel', copied: true});
   assert.equal(marker.source, setup.sharedDir(env));
   assert.equal(fs.readFileSync(path.join(root, 'deps/lib/libtensorflow_cc.so.2'), 'utf8'), 'cc '.repeat(10000));
   // Still valid on the next run with the switch, and the shared copy may go.
-  fs.rmSync(setup.sharedDir(env), { recursive: true });
-  const again = await ensure({ root, log, env: { ...env, [setup.COPY_ENV]: '1' }, platform: PLATFORM });
+  fs.rmSync(setup.sharedDir(env), {recursive: true});
+  const again = await ensure({root, log, env: {...env, [setup.COPY_ENV]: '1'}, platform: PLATFORM});
   assert.equal(again.fresh, false);
   // Without the switch the copy is replaced by a link (the shared copy is unpacked again).
-  const linked = await ensure({ root, log, env, platform: PLATFORM });
+  const linked = await ensure({root, log, env, platform: PLATFORM});
   assert.equal(linked.fresh, true);
-  assertDeps(root, { kind: 'wheel' });
+  assertDeps(root, {kind: 'wheel'});
   assert.equal(extractions(log), 2);
 });
 
 test('a deps/ unpacked inside the project (earlier versions) is replaced by a link', needsPython, async () => {
   const env = cachedWheelEnv();
   const root = tempDir('root');
-  await ensure({ root, log: quietLog(), env: { ...env, [setup.COPY_ENV]: '1' }, platform: PLATFORM });
-  const r = await ensure({ root, log: quietLog(), env, platform: PLATFORM });
+  await ensure({root, log: quietLog(), env: {...env, [setup.COPY_ENV]: '1'}, platform: PLATFORM});
+  const r = await ensure({root, log: quietLog(), env, platform: PLATFORM});
   assert.equal(r.fresh, true);
-  assertDeps(root, { kind: 'wheel' });
+  assertDeps(root, {kind: 'wheel'});
 });
 
 test('an unwritable cache: says where and what to do', async () => {
   // A file where the cache folder should be (root may write anywhere, so no chmod).
   const xdg = tempDir('xdg');
   fs.writeFileSync(path.join(xdg, 'tfjs-node-rs'), 'a file, not a folder');
-  const env = baseEnv({ XDG_CACHE_HOME: xdg, PATH: tempDir('empty-path') });
-  await assert.rejects(ensure({ root: tempDir('root'), log: quietLog(), env, platform: PLATFORM }), (err) => {
+  const env = baseEnv({XDG_CACHE_HOME: xdg, PATH: tempDir('empty-path')});
+  await assert.rejects(ensure({root: tempDir('root'), log: quietLog(), env, platform: PLATFORM}), (err) => {
     assert.equal(err.code, 'TFJS_NODE_RS_SETUP');
     assert.match(err.message, /where libtensorflow is unpacked once per machine/);
     assert.match(err.message, /XDG_CACHE_HOME/);
@@ -722,13 +722,13 @@ test('an unwritable cache: says where and what to do', async () => {
 // ---------------------------------------------------------------------------
 // Stripping the symbol tables
 
-const { stripSymbols } = require('../scripts/strip_symbols.js');
+const {stripSymbols} = require('../scripts/strip_symbols.js');
 // The framework library as the wheel ships it (deps/lib holds the shared copy, stripped already).
 const cachedWheel = setup._internal.findCachedWheel(setup.cacheDir());
-const HAVE_READELF = spawnSync('readelf', ['--version'], { stdio: 'ignore' }).status === 0;
+const HAVE_READELF = spawnSync('readelf', ['--version'], {stdio: 'ignore'}).status === 0;
 
 function sectionNames(file) {
-  const out = spawnSync('readelf', ['-S', '-W', file], { encoding: 'utf8' });
+  const out = spawnSync('readelf', ['-S', '-W', file], {encoding: 'utf8'});
   assert.equal(out.status, 0, out.stderr);
   assert.equal(out.stderr, '', `readelf warns about ${file}: ${out.stderr}`);
   return [...out.stdout.matchAll(/^\s*\[\s*\d+\]\s+(\S*)/gm)].map((m) => m[1]);
@@ -750,7 +750,7 @@ test('stripSymbols: libtensorflow_framework loses .symtab/.strtab only and still
   const stripped = fs.readFileSync(file);
   assert.equal(stripped.length, r.after);
   // Everything up to the cut is unchanged but the ELF header's section-table fields.
-  const { readElfDynamic } = require('../js/native_loader_core.js');
+  const {readElfDynamic} = require('../js/native_loader_core.js');
   assert.deepEqual(readElfDynamic(file), readElfDynamic(realFramework));
   const cut = r.after - 64 * 31 - 0x200; // well inside the kept bytes
   assert.ok(original.subarray(64, cut).equals(stripped.subarray(64, cut)));
@@ -759,10 +759,10 @@ test('stripSymbols: libtensorflow_framework loses .symtab/.strtab only and still
     assert.deepEqual(sectionNames(file), before.filter((n) => n !== '.symtab' && n !== '.strtab'));
   }
   // The dynamic linker takes it: dlopen succeeds (and then says it is not a Node addon).
-  const res = spawnSync(process.execPath, ['-e', `try { process.dlopen({ exports: {} }, ${JSON.stringify(file)}); } catch (e) { console.log(e.message); }`], { encoding: 'utf8' });
+  const res = spawnSync(process.execPath, ['-e', `try { process.dlopen({ exports: {} }, ${JSON.stringify(file)}); } catch (e) { console.log(e.message); }`], {encoding: 'utf8'});
   assert.match(res.stdout, /did not self-register|Module did not/, res.stdout + res.stderr);
   // A second run finds nothing to strip and leaves the file alone.
-  assert.deepEqual(stripSymbols(file), { skipped: 'no .symtab (already stripped)' });
+  assert.deepEqual(stripSymbols(file), {skipped: 'no .symtab (already stripped)'});
   assert.equal(fs.statSync(file).size, r.after);
 });
 
@@ -785,15 +785,15 @@ test('shared copy: two installs in separate processes at once unpack once', need
       .catch((err) => { console.error(err.message); process.exit(1); });
   `;
   const runs = roots.map((root) => new Promise((resolve) => {
-    const child = spawn(process.execPath, ['-e', script, root], { env: { ...env, PATH: process.env.PATH }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['-e', script, root], {env: {...env, PATH: process.env.PATH}, stdio: ['ignore', 'pipe', 'pipe']});
     let out = '';
     child.stdout.on('data', (d) => { out += d; });
     child.stderr.on('data', (d) => { out += d; });
-    child.on('close', (code) => resolve({ code, out }));
+    child.on('close', (code) => resolve({code, out}));
   }));
   const results = await Promise.all(runs);
   for (const r of results) assert.equal(r.code, 0, r.out);
   const unpacked = results.filter((r) => /^extracting libtensorflow/m.test(r.out));
   assert.equal(unpacked.length, 1, results.map((r) => r.out).join('\n---\n'));
-  for (const root of roots) assertDeps(root, { kind: 'wheel' });
+  for (const root of roots) assertDeps(root, {kind: 'wheel'});
 });

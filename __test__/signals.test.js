@@ -6,7 +6,7 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const path = require('node:path');
-const { spawnSync } = require('node:child_process');
+const {spawnSync} = require('node:child_process');
 
 const ROOT = path.join(__dirname, '..');
 
@@ -38,7 +38,7 @@ function runChild(setup, body) {
   `;
   return spawnSync(process.execPath, ['-e', script], {
     encoding: 'utf8',
-    env: { ...process.env, TF_CPP_MIN_LOG_LEVEL: '3' },
+    env: {...process.env, TF_CPP_MIN_LOG_LEVEL: '3'},
     timeout: 120000,
   });
 }

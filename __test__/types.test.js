@@ -6,7 +6,7 @@ const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { spawnSync } = require('node:child_process');
+const {spawnSync} = require('node:child_process');
 
 const root = path.resolve(__dirname, '..');
 const tsc = path.join(root, 'node_modules', 'typescript', 'bin', 'tsc');
@@ -14,16 +14,16 @@ const FLAGS = ['--noEmit', '--strict', '--target', 'es2020', '--module', 'nodene
 
 /** Errors tsc reports in `file`; tfjs's own .d.ts files are not ours to fix, so only ours count. */
 function typeErrors(file) {
-  const result = spawnSync(process.execPath, [tsc, ...FLAGS, file], { cwd: root, encoding: 'utf8' });
+  const result = spawnSync(process.execPath, [tsc, ...FLAGS, file], {cwd: root, encoding: 'utf8'});
   const ours = /^(index\.d\.ts|binding\.d\.ts|__test__\/|\/tmp\/|.*tfjs-node-rs-types)/;
   return result.stdout.split('\n').filter((line) => /error TS\d+/.test(line) && ours.test(path.relative(root, line.split('(')[0])));
 }
 
-test('every public name type-checks in use', { timeout: 120000 }, () => {
+test('every public name type-checks in use', {timeout: 120000}, () => {
   assert.deepEqual(typeErrors(path.join('__test__', 'types', 'usage.ts')), []);
 });
 
-test('misuse is a type error', { timeout: 120000 }, () => {
+test('misuse is a type error', {timeout: 120000}, () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tfjs-node-rs-types-'));
   const file = path.join(dir, 'misuse.ts');
   fs.writeFileSync(file, [

@@ -5,7 +5,7 @@
 const path = require('node:path');
 const fs = require('node:fs');
 const os = require('node:os');
-const { execFileSync } = require('node:child_process');
+const {execFileSync} = require('node:child_process');
 
 process.env.TF_CPP_MIN_LOG_LEVEL = process.env.TF_CPP_MIN_LOG_LEVEL || '2';
 const binding = require('../binding.js');
@@ -35,8 +35,8 @@ function cFloorNs() {
   const lib = path.join(root, 'deps', 'lib');
   try {
     execFileSync('gcc', ['-O2', '-o', exe, path.join(__dirname, 'c', 'tfe_add_loop.c'), `-I${path.join(root, 'deps', 'include')}`,
-      `-L${lib}`, '-ltensorflow', '-l:libtensorflow_framework.so.2', `-Wl,-rpath,${lib}`], { stdio: 'pipe' });
-    return Number(execFileSync(exe, [quick ? '50000' : '200000'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }));
+      `-L${lib}`, '-ltensorflow', '-l:libtensorflow_framework.so.2', `-Wl,-rpath,${lib}`], {stdio: 'pipe'});
+    return Number(execFileSync(exe, [quick ? '50000' : '200000'], {encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore']}));
   } catch (err) {
     console.log(`(C floor not measured: ${err.message.split('\n')[0]})`);
     return NaN;
@@ -46,7 +46,7 @@ function cFloorNs() {
 function perOp() {
   const n = quick ? 50000 : 200000;
   const a = binding.createTensor([], 'float32', new Float32Array([1]));
-  const attrs = [{ name: 'T', type: 'type', value: 'float32' }];
+  const attrs = [{name: 'T', type: 'type', value: 'float32'}];
   const inputs = [a, a];
   const objectPath = nsPerCall(n, () => binding.deleteTensor(binding.executeOp('AddV2', attrs, inputs, 1)[0].id));
   const prepared = binding.prepareOp('AddV2', attrs);
@@ -63,7 +63,7 @@ function perOp() {
   console.log(`  executeOp (attrs read per call)          ${objectPath.toFixed(0).padStart(7)}   ${(objectPath / floor).toFixed(2)}x the C floor`);
   console.log(`  prepareOp + runPreparedOp                ${preparedPath.toFixed(0).padStart(7)}   ${(preparedPath / floor).toFixed(2)}x the C floor`);
   binding.deleteTensor(a);
-  return { cFloorNs: floor, executeOpNs: objectPath, preparedNs: preparedPath };
+  return {cFloorNs: floor, executeOpNs: objectPath, preparedNs: preparedPath};
 }
 
 function createAndRead() {
@@ -79,19 +79,19 @@ function createAndRead() {
     const createAligned = us(() => binding.deleteTensor(binding.createTensor([size], 'float32', aligned)));
     const createPlain = us(() => binding.deleteTensor(binding.createTensor([size], 'float32', plain)));
     const id = binding.createTensor([size], 'float32', aligned);
-    const [neg] = binding.executeOp('Neg', [{ name: 'T', type: 'type', value: 'float32' }], [id], 1);
+    const [neg] = binding.executeOp('Neg', [{name: 'T', type: 'type', value: 'float32'}], [id], 1);
     const read = us(() => binding.tensorDataSync(neg.id));
     binding.deleteTensor(id);
     binding.deleteTensor(neg.id);
-    rows.push({ size, createAlignedUs: createAligned, createPlainUs: createPlain, readUs: read });
+    rows.push({size, createAlignedUs: createAligned, createPlainUs: createPlain, readUs: read});
     console.log(`  ${size.toExponential(0).padEnd(9)} ${createAligned.toFixed(1).padStart(12)} ${createPlain.toFixed(1).padStart(20)} ${read.toFixed(1).padStart(12)}`);
   }
   return rows;
 }
 
-const results = { machine: `${os.cpus().length} × ${os.cpus()[0].model}`, node: process.version, tf: binding.tfVersion(), perOp: perOp(), sizes: createAndRead() };
+const results = {machine: `${os.cpus().length} × ${os.cpus()[0].model}`, node: process.version, tf: binding.tfVersion(), perOp: perOp(), sizes: createAndRead()};
 const stats = binding.stats();
 console.log(`\nstats: ${stats.sharedCreates} shared / ${stats.copiedCreates} copied creates, ${stats.sharedReads} shared reads`);
 const out = path.join(__dirname, 'results');
-fs.mkdirSync(out, { recursive: true });
+fs.mkdirSync(out, {recursive: true});
 fs.writeFileSync(path.join(out, 'binding.json'), JSON.stringify(results, null, 2));

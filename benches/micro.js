@@ -153,7 +153,7 @@ function readbackInHeap(tf, task) {
     tf.layers.dense({units: 10}),
   ]});
   tf.tidy(() => model.predict(tf.ones([8, 512])).dataSync());
-  let heap = [];
+  const heap = [];
   for (let i = 0; i < 3e5; i++) heap.push({i, name: 'object ' + i, list: [i]});
   const base = tf.fill([n], 1);
   const rep = (read) => {
@@ -174,7 +174,6 @@ function readbackInHeap(tf, task) {
   base.dispose();
   model.dispose();
   const objects = heap.length;
-  heap = null;
   const mean = (xs) => xs.reduce((a, x) => a + x, 0) / xs.length;
   return {ms: median(full), min: Math.min(...full), meanMs: mean(full), oneMs: median(one),
           oneMeanMs: mean(one), reps: full.length, size: n, objects};

@@ -70,7 +70,7 @@ function versionBelow(version, min) {
  * Throws the Error for an unsupported platform, architecture or libc, or a
  * Node.js whose N-API version is too old. Runs before the addon is loaded.
  */
-function checkEnvironment({ platform, arch, glibc, napi, node } = detect()) {
+function checkEnvironment({platform, arch, glibc, napi, node} = detect()) {
   if (platform !== 'linux' || arch !== 'x64') {
     throw loadError(
       `unsupported platform ${platform}/${arch}: prebuilt binaries exist only for ${SUPPORTED}. ` +
@@ -117,16 +117,16 @@ function readElfDynamic(file, readFile = fs.readFileSync) {
   for (let i = 0; i < phnum; i++) {
     const p = phoff + i * phentsize;
     if (p + 56 > buf.length) throw new Error(`${file}: truncated program headers`);
-    const seg = { type: buf.readUInt32LE(p), offset: num(p + 8), vaddr: num(p + 16), filesz: num(p + 32) };
+    const seg = {type: buf.readUInt32LE(p), offset: num(p + 8), vaddr: num(p + 16), filesz: num(p + 32)};
     if (seg.type === 1) loads.push(seg);
     if (seg.type === 2) dynamic = seg;
   }
-  if (!dynamic) return { needed: [], runpath: [], rpath: [] };
+  if (!dynamic) return {needed: [], runpath: [], rpath: []};
   const entries = [];
   for (let p = dynamic.offset; p + 16 <= dynamic.offset + dynamic.filesz && p + 16 <= buf.length; p += 16) {
     const tag = num(p);
     if (tag === 0) break;
-    entries.push({ tag, val: num(p + 8) });
+    entries.push({tag, val: num(p + 8)});
   }
   const strtabAddr = (entries.find((e) => e.tag === 5) || {}).val;
   const seg = loads.find((l) => strtabAddr >= l.vaddr && strtabAddr < l.vaddr + l.filesz);
@@ -139,7 +139,7 @@ function readElfDynamic(file, readFile = fs.readFileSync) {
   };
   const list = (tag) => entries.filter((e) => e.tag === tag).map((e) => str(e.val));
   const split = (values) => values.flatMap((v) => v.split(':')).filter(Boolean);
-  return { needed: list(1), runpath: split(list(29)), rpath: split(list(15)) };
+  return {needed: list(1), runpath: split(list(29)), rpath: split(list(15))};
 }
 
 // ---------------------------------------------------------------------------
@@ -156,12 +156,12 @@ function exists(p, fsImpl = fs) {
 
 // The addon files binding.js may have loaded, existing ones only: the one next to
 // binding.js (a development build) and the one in the per-platform package.
-function addonCandidates({ root = ROOT, resolve = require.resolve, fsImpl = fs } = {}) {
+function addonCandidates({root = ROOT, resolve = require.resolve, fsImpl = fs} = {}) {
   const out = [];
   const local = path.join(root, ADDON_FILE);
   if (exists(local, fsImpl)) out.push(local);
   try {
-    const pkg = resolve(`${PLATFORM_PACKAGE}/package.json`, { paths: [root] });
+    const pkg = resolve(`${PLATFORM_PACKAGE}/package.json`, {paths: [root]});
     const file = path.join(path.dirname(pkg), ADDON_FILE);
     if (exists(file, fsImpl)) out.push(file);
   } catch {
@@ -171,7 +171,7 @@ function addonCandidates({ root = ROOT, resolve = require.resolve, fsImpl = fs }
 }
 
 // Where the dynamic linker looks for libtensorflow for the given addon.
-function searchDirs(addon, { env = process.env, readFile = fs.readFileSync } = {}) {
+function searchDirs(addon, {env = process.env, readFile = fs.readFileSync} = {}) {
   const dirs = [];
   if (env.LD_LIBRARY_PATH) dirs.push(...env.LD_LIBRARY_PATH.split(':').filter(Boolean));
   let elf = null;
@@ -224,10 +224,10 @@ function indent(lines) {
 const LOADER_NOISE = /^Cannot find native binding|^Cannot find module '[^']*wasi[^']*'/;
 
 /** Turns an error from require('binding.js') into one clear Error. */
-function explainLoadError(err, { root = ROOT, env = process.env, resolve = require.resolve, fsImpl = fs, readFile = fs.readFileSync } = {}) {
+function explainLoadError(err, {root = ROOT, env = process.env, resolve = require.resolve, fsImpl = fs, readFile = fs.readFileSync} = {}) {
   const all = messages(err);
   const text = all.join('\n');
-  const candidates = addonCandidates({ root, resolve, fsImpl });
+  const candidates = addonCandidates({root, resolve, fsImpl});
   // One line per attempt (Node's "Require stack" continuation lines say nothing new).
   const reported = all.map((m) => m.split('\n')[0]).filter((m) => !LOADER_NOISE.test(m));
   const detailsOf = (lines) => `\nThe loader reported:\n${indent(lines.slice(0, 8))}`;
@@ -247,7 +247,7 @@ function explainLoadError(err, { root = ROOT, env = process.env, resolve = requi
   }
   if (missing) {
     const addon = candidates[0] || path.join(root, ADDON_FILE);
-    const dirs = searchDirs(addon, { env, readFile });
+    const dirs = searchDirs(addon, {env, readFile});
     const ownDeps = path.join(root, 'deps', 'lib');
     return loadError(
       `libtensorflow is missing: the addon ${addon} needs libtensorflow ${TF_BUILT_AGAINST} ` +
@@ -348,7 +348,7 @@ function load({
   try {
     binding = requireBinding();
   } catch (err) {
-    throw explainLoadError(err, { root, env, resolve, fsImpl, readFile });
+    throw explainLoadError(err, {root, env, resolve, fsImpl, readFile});
   }
   // tfjs-node's binding carries the linked version as a `TF_Version` string, and client
   // libraries read it to tell that tfjs-node is present: @vladmandic/human (through

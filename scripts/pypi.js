@@ -25,7 +25,7 @@ const net = require('net');
 const os = require('os');
 const path = require('path');
 const tls = require('tls');
-const { pipeline } = require('stream/promises');
+const {pipeline} = require('stream/promises');
 
 const DEFAULT_INDEX = 'https://pypi.org/simple/';
 const JSON_TYPE = 'application/vnd.pypi.simple.v1+json';
@@ -36,7 +36,7 @@ const MAX_REDIRECTS = 10;
 const INDEX_ERROR = 'TFJS_NODE_RS_INDEX';
 const MB = 1024 * 1024;
 
-function indexError(message, { fatal = true, cause } = {}) {
+function indexError(message, {fatal = true, cause} = {}) {
   const err = new Error(message);
   err.code = INDEX_ERROR;
   err.fatal = fatal; // false: worth retrying (network trouble, 5xx, a cut-short body)
@@ -94,7 +94,7 @@ function parseIni(text) {
  * pip's settings for a download: { indexUrls, cert, proxy, timeoutS }. Environment
  * variables override pip.conf, as in pip.
  */
-function pipSettings(env = process.env, { readFile = fs.readFileSync } = {}) {
+function pipSettings(env = process.env, {readFile = fs.readFileSync} = {}) {
   const conf = {};
   for (const file of pipConfigFiles(env)) {
     let text;
@@ -135,7 +135,7 @@ function bypassesProxy(url, env) {
   });
 }
 
-function proxyFor(url, { proxy, env }) {
+function proxyFor(url, {proxy, env}) {
   if (bypassesProxy(url, env)) return null;
   const value = proxy ||
     (url.protocol === 'https:' ? env.HTTPS_PROXY || env.https_proxy : env.HTTP_PROXY || env.http_proxy);
@@ -160,9 +160,9 @@ function defaultPort(url) {
 }
 
 // A CONNECT tunnel through an HTTP(S) proxy to url's host, wrapped in TLS.
-function tunnel(url, proxyUrl, { ca, timeoutMs }) {
+function tunnel(url, proxyUrl, {ca, timeoutMs}) {
   return new Promise((resolve, reject) => {
-    const headers = { host: `${url.hostname}:${defaultPort(url)}` };
+    const headers = {host: `${url.hostname}:${defaultPort(url)}`};
     const auth = basicAuth(proxyUrl);
     if (auth) headers['proxy-authorization'] = auth;
     const lib = proxyUrl.protocol === 'https:' ? https : http;
@@ -182,7 +182,7 @@ function tunnel(url, proxyUrl, { ca, timeoutMs }) {
         reject(new Error(`the proxy answered CONNECT with ${res.statusCode} ${res.statusMessage || ''}`.trim()));
         return;
       }
-      resolve(tls.connect({ socket, host: url.hostname, servername: serverName(url), ca }));
+      resolve(tls.connect({socket, host: url.hostname, servername: serverName(url), ca}));
     });
     req.end();
   });
@@ -194,20 +194,20 @@ function tunnel(url, proxyUrl, { ca, timeoutMs }) {
  */
 async function get(url, opts, redirects = 0) {
   url = new URL(url);
-  const headers = { 'user-agent': 'tfjs-node-rs-installer', ...opts.headers };
+  const headers = {'user-agent': 'tfjs-node-rs-installer', ...opts.headers};
   if (opts.auth && url.origin === opts.auth.origin) headers.authorization = opts.auth.header;
   const proxyUrl = proxyFor(url, opts);
-  const target = { host: url.hostname, port: defaultPort(url), path: `${url.pathname}${url.search}`, headers };
+  const target = {host: url.hostname, port: defaultPort(url), path: `${url.pathname}${url.search}`, headers};
   let request;
   if (proxyUrl && url.protocol === 'https:') {
     const socket = await tunnel(url, proxyUrl, opts);
-    request = () => http.request({ ...target, createConnection: () => socket });
+    request = () => http.request({...target, createConnection: () => socket});
   } else if (proxyUrl) {
     const auth = basicAuth(proxyUrl);
     if (auth) headers['proxy-authorization'] = auth;
-    request = () => http.request({ host: proxyUrl.hostname, port: defaultPort(proxyUrl), path: url.href, headers });
+    request = () => http.request({host: proxyUrl.hostname, port: defaultPort(proxyUrl), path: url.href, headers});
   } else if (url.protocol === 'https:') {
-    request = () => https.request({ ...target, ca: opts.ca, servername: serverName(url) });
+    request = () => https.request({...target, ca: opts.ca, servername: serverName(url)});
   } else if (url.protocol === 'http:') {
     request = () => http.request(target);
   } else {
@@ -226,7 +226,7 @@ async function get(url, opts, redirects = 0) {
     if (redirects >= MAX_REDIRECTS) throw indexError(`too many redirects from ${url.href}`);
     return get(new URL(res.headers.location, url), opts, redirects + 1);
   }
-  return { res, url };
+  return {res, url};
 }
 
 async function readBody(res, url, limit = 64 * MB) {
@@ -240,7 +240,7 @@ async function readBody(res, url, limit = 64 * MB) {
     }
   } catch (err) {
     if (err.code === INDEX_ERROR) throw err;
-    throw indexError(`reading ${url.href} broke off (${err.message})`, { fatal: false, cause: err });
+    throw indexError(`reading ${url.href} broke off (${err.message})`, {fatal: false, cause: err});
   }
   return Buffer.concat(chunks).toString('utf8');
 }
@@ -271,7 +271,7 @@ function projectUrl(indexUrl, project) {
 
 function decodeEntities(text) {
   return text.replace(/&(#x[0-9a-f]+|#\d+|amp|lt|gt|quot|apos|#39);/gi, (m, e) => {
-    const named = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'" }[e.toLowerCase()];
+    const named = {amp: '&', lt: '<', gt: '>', quot: '"', apos: "'"}[e.toLowerCase()];
     if (named) return named;
     return String.fromCodePoint(e[1] === 'x' || e[1] === 'X' ? parseInt(e.slice(2), 16) : parseInt(e.slice(1), 10));
   });
@@ -296,7 +296,7 @@ function parseProjectPage(body, contentType, pageUrl) {
     return doc.files.filter((f) => f && typeof f.filename === 'string' && typeof f.url === 'string').map((f) => {
       const url = new URL(f.url, pageUrl);
       const sha256 = (f.hashes && typeof f.hashes.sha256 === 'string' && f.hashes.sha256.toLowerCase()) || hashFromFragment(url);
-      return { filename: f.filename, url, sha256, size: Number.isSafeInteger(f.size) ? f.size : null, yanked: !!f.yanked };
+      return {filename: f.filename, url, sha256, size: Number.isSafeInteger(f.size) ? f.size : null, yanked: !!f.yanked};
     });
   }
   if (HTML_TYPES.includes(type)) {
@@ -307,7 +307,7 @@ function parseProjectPage(body, contentType, pageUrl) {
       if (!href) continue;
       const url = new URL(decodeEntities(href[1] ?? href[2] ?? href[3]), pageUrl);
       const filename = decodeEntities(m[2]).trim() || decodeURIComponent(url.pathname.split('/').pop());
-      files.push({ filename, url, sha256: hashFromFragment(url), size: null, yanked: /\bdata-yanked\b/i.test(m[1]) });
+      files.push({filename, url, sha256: hashFromFragment(url), size: null, yanked: /\bdata-yanked\b/i.test(m[1])});
     }
     return files;
   }
@@ -319,7 +319,7 @@ function parseProjectPage(body, contentType, pageUrl) {
 // (npm hides install scripts' output, but the user is watching /dev/tty).
 
 function openTerminal(env, stream = process.stderr) {
-  if (stream.isTTY) return { write: (s) => stream.write(s), close() {} };
+  if (stream.isTTY) return {write: (s) => stream.write(s), close() {}};
   if (env.CI || process.platform === 'win32') return null;
   let fd;
   try {
@@ -340,7 +340,7 @@ function openTerminal(env, stream = process.stderr) {
 }
 
 function progressBar(label, total, terminal) {
-  if (!terminal) return { update() {}, done() {} };
+  if (!terminal) return {update() {}, done() {}};
   const started = Date.now();
   let last = 0;
   const draw = (got) => {
@@ -368,7 +368,7 @@ function progressBar(label, total, terminal) {
 
 async function sha256OfFile(file) {
   const hash = crypto.createHash('sha256');
-  await pipeline(fs.createReadStream(file, { highWaterMark: MB }), hash);
+  await pipeline(fs.createReadStream(file, {highWaterMark: MB}), hash);
   return hash.digest('hex');
 }
 
@@ -386,26 +386,26 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 // server sends the whole file). Returns the bytes part holds, or throws
 // (err.fatal false: try again).
 async function downloadAttempt(file, part, http_, progress) {
-  const { res } = await get(file.url, { ...http_, headers: sizeOf(part) ? { range: `bytes=${sizeOf(part)}-` } : {} });
+  const {res} = await get(file.url, {...http_, headers: sizeOf(part) ? {range: `bytes=${sizeOf(part)}-`} : {}});
   let have = sizeOf(part);
   const status = res.statusCode;
   if (status === 416) {
     // The range starts at or past the end: what we hold is suspect, start over.
     res.resume();
-    fs.rmSync(part, { force: true });
-    throw indexError(`${file.url.href} refused to resume`, { fatal: false });
+    fs.rmSync(part, {force: true});
+    throw indexError(`${file.url.href} refused to resume`, {fatal: false});
   }
   if (status !== 200 && status !== 206) {
     res.resume();
     const msg = `downloading ${file.url.href} answered ${status} ${res.statusMessage || ''}`.trim();
-    throw indexError(msg, { fatal: status >= 400 && status < 500 && status !== 408 && status !== 429 });
+    throw indexError(msg, {fatal: status >= 400 && status < 500 && status !== 408 && status !== 429});
   }
   const range = status === 206 && /^bytes (\d+)-/.exec(res.headers['content-range'] || '');
   if (!range || Number(range[1]) !== have) have = 0; // a full body, or a range we did not ask for
   const length = Number(res.headers['content-length']);
   const expected = file.size ?? (Number.isFinite(length) ? have + length : null);
   let got = have;
-  const out = fs.createWriteStream(part, { flags: have ? 'a' : 'w' });
+  const out = fs.createWriteStream(part, {flags: have ? 'a' : 'w'});
   try {
     await pipeline(res, async function* count(source) {
       for await (const chunk of source) {
@@ -417,13 +417,13 @@ async function downloadAttempt(file, part, http_, progress) {
     }, out);
   } catch (err) {
     if (err.code === INDEX_ERROR) {
-      fs.rmSync(part, { force: true });
+      fs.rmSync(part, {force: true});
       throw err;
     }
-    throw indexError(`the download of ${file.filename} broke off at ${got} of ${expected ?? '?'} bytes (${err.message})`, { fatal: false, cause: err });
+    throw indexError(`the download of ${file.filename} broke off at ${got} of ${expected ?? '?'} bytes (${err.message})`, {fatal: false, cause: err});
   }
   if (expected !== null && got < expected) {
-    throw indexError(`the download of ${file.filename} was cut short at ${got} of ${expected} bytes`, { fatal: false });
+    throw indexError(`the download of ${file.filename} was cut short at ${got} of ${expected} bytes`, {fatal: false});
   }
   return got;
 }
@@ -432,10 +432,10 @@ async function downloadAttempt(file, part, http_, progress) {
  * Downloads file ({ filename, url, sha256, size }) into dir, resuming a <name>.part
  * left there. Returns the final path. opts: { http, log, env, retries, retryDelayMs }.
  */
-async function downloadFile(file, dir, { http: http_, log, env = process.env, retries = 4, retryDelayMs = 1000, terminal = openTerminal(env) }) {
+async function downloadFile(file, dir, {http: http_, log, env = process.env, retries = 4, retryDelayMs = 1000, terminal = openTerminal(env)}) {
   const dest = path.join(dir, file.filename);
   const part = `${dest}.part`;
-  if (file.size !== null && sizeOf(part) > file.size) fs.rmSync(part, { force: true });
+  if (file.size !== null && sizeOf(part) > file.size) fs.rmSync(part, {force: true});
   const resumed = sizeOf(part);
   log(`downloading ${file.filename} (${file.size ? `${Math.round(file.size / MB)} MB` : 'size unknown'}) from ${file.url.host}` +
     `${resumed ? `, resuming at ${Math.round(resumed / MB)} MB` : ''} ...`);
@@ -452,7 +452,7 @@ async function downloadFile(file, dir, { http: http_, log, env = process.env, re
       const message = networkError ? describeNetworkError(err, file.url, proxyFor(file.url, http_)) : err.message;
       if (fatal || attempt >= retries) {
         progress.done(sizeOf(part));
-        throw indexError(`${message}${attempt ? ` (after ${attempt + 1} attempts)` : ''}`, { cause: err });
+        throw indexError(`${message}${attempt ? ` (after ${attempt + 1} attempts)` : ''}`, {cause: err});
       }
       const wait = retryDelayMs * 2 ** attempt;
       log(`${message}; trying again in ${(wait / 1000).toFixed(1)} s`);
@@ -463,7 +463,7 @@ async function downloadFile(file, dir, { http: http_, log, env = process.env, re
   if (file.sha256) {
     const actual = await sha256OfFile(part);
     if (actual !== file.sha256) {
-      fs.rmSync(part, { force: true });
+      fs.rmSync(part, {force: true});
       throw indexError(
         `${file.filename} from ${file.url.host} has sha256 ${actual}, but the index lists ${file.sha256}; ` +
           'the download was deleted (a proxy or mirror changed it?)',
@@ -488,23 +488,23 @@ function httpOptions(settings, env) {
       throw indexError(`cannot read the CA bundle ${settings.cert} named by PIP_CERT / cert in pip.conf (${err.message})`);
     }
   }
-  return { ca, proxy: settings.proxy, env, timeoutMs: settings.timeoutS * 1000 };
+  return {ca, proxy: settings.proxy, env, timeoutMs: settings.timeoutS * 1000};
 }
 
 // The project page of one index: its files, or an error naming the index.
 async function listFiles(indexUrl, project, http_) {
   const index = new URL(indexUrl);
-  const auth = basicAuth(index) ? { origin: index.origin, header: basicAuth(index) } : null;
+  const auth = basicAuth(index) ? {origin: index.origin, header: basicAuth(index)} : null;
   index.username = '';
   index.password = '';
   const page = projectUrl(index.href, project);
   let res;
   let url;
   try {
-    ({ res, url } = await get(page, { ...http_, auth, headers: { accept: ACCEPT } }));
+    ({res, url} = await get(page, {...http_, auth, headers: {accept: ACCEPT}}));
   } catch (err) {
     if (err.code === INDEX_ERROR) throw err;
-    throw indexError(describeNetworkError(err, page, proxyFor(page, http_)), { fatal: false, cause: err });
+    throw indexError(describeNetworkError(err, page, proxyFor(page, http_)), {fatal: false, cause: err});
   }
   if (res.statusCode === 404) {
     res.resume();
@@ -517,7 +517,7 @@ async function listFiles(indexUrl, project, http_) {
     });
   }
   const files = parseProjectPage(await readBody(res, url), res.headers['content-type'], url);
-  return { files, auth, page };
+  return {files, auth, page};
 }
 
 /**
@@ -528,7 +528,7 @@ async function listFiles(indexUrl, project, http_) {
  * ({ write, close }; default: the user's terminal, if any). Returns the downloaded path.
  * Throws an Error with code TFJS_NODE_RS_INDEX and a message for the user.
  */
-async function downloadFromIndex({ project, pick, describe, dir, env = process.env, log, retries, retryDelayMs, terminal }) {
+async function downloadFromIndex({project, pick, describe, dir, env = process.env, log, retries, retryDelayMs, terminal}) {
   const settings = pipSettings(env);
   const http_ = httpOptions(settings, env);
   const misses = [];
@@ -554,7 +554,7 @@ async function downloadFromIndex({ project, pick, describe, dir, env = process.e
       misses.push(`the index page ${listing.page.href} lists no ${describe} (${listing.files.length} files)`);
       continue;
     }
-    return downloadFile(file, dir, { http: { ...http_, auth: listing.auth }, log, env, retries, retryDelayMs, terminal });
+    return downloadFile(file, dir, {http: {...http_, auth: listing.auth}, log, env, retries, retryDelayMs, terminal});
   }
   throw indexError(misses.join('; '));
 }
@@ -565,5 +565,5 @@ module.exports = {
   INDEX_ERROR,
   DEFAULT_INDEX,
   // For tests.
-  _internal: { parseIni, parseProjectPage, projectUrl },
+  _internal: {parseIni, parseProjectPage, projectUrl},
 };

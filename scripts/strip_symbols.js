@@ -40,7 +40,7 @@ function sectionHeaders(fd, header) {
   const shoff = big(header, 0x28);
   const shnum = header.readUInt16LE(0x3c);
   const table = readAt(fd, shoff, shnum * SHDR_SIZE);
-  return Array.from({ length: shnum }, (_, i) => {
+  return Array.from({length: shnum}, (_, i) => {
     const raw = table.subarray(i * SHDR_SIZE, (i + 1) * SHDR_SIZE);
     return {
       raw,
@@ -69,29 +69,29 @@ function loadedEnd(fd, header) {
 
 // Why the file cannot be stripped safely, or null, plus the plan.
 function plan(fd) {
-  if (fs.fstatSync(fd).size < 64) return { why: 'not an ELF file' };
+  if (fs.fstatSync(fd).size < 64) return {why: 'not an ELF file'};
   const header = readAt(fd, 0, 64);
   if (header.readUInt32BE(0) !== 0x7f454c46 || header[4] !== 2 || header[5] !== 1) {
-    return { why: 'not a 64-bit little-endian ELF file' };
+    return {why: 'not a 64-bit little-endian ELF file'};
   }
-  if (header.readUInt16LE(0x3a) !== SHDR_SIZE) return { why: 'unexpected section header size' };
+  if (header.readUInt16LE(0x3a) !== SHDR_SIZE) return {why: 'unexpected section header size'};
   const shstrndx = header.readUInt16LE(0x3e);
   const sections = sectionHeaders(fd, header);
-  if (!sections.length || shstrndx === 0 || shstrndx >= sections.length) return { why: 'extended section numbering' };
+  if (!sections.length || shstrndx === 0 || shstrndx >= sections.length) return {why: 'extended section numbering'};
   const symtab = sections.findIndex((s) => s.type === SHT_SYMTAB);
-  if (symtab < 0) return { why: 'no .symtab (already stripped)' };
+  if (symtab < 0) return {why: 'no .symtab (already stripped)'};
   const strtab = sections[symtab].link;
   const drop = new Set([symtab, strtab]);
-  if (strtab === 0 || strtab === shstrndx || strtab >= sections.length) return { why: '.symtab shares its string table' };
-  if ([...drop].some((i) => sections[i].flags & SHF_ALLOC)) return { why: 'the symbol table is loaded' };
+  if (strtab === 0 || strtab === shstrndx || strtab >= sections.length) return {why: '.symtab shares its string table'};
+  if ([...drop].some((i) => sections[i].flags & SHF_ALLOC)) return {why: 'the symbol table is loaded'};
   const linked = sections.some((s, i) => !drop.has(i) && (drop.has(s.link) ||
     ((s.type === SHT_REL || s.type === SHT_RELA || s.flags & SHF_INFO_LINK) && drop.has(s.info))));
-  if (linked) return { why: 'another section refers to the symbol table' };
+  if (linked) return {why: 'another section refers to the symbol table'};
   const cut = Math.min(...[...drop].map((i) => sections[i].offset));
-  if (loadedEnd(fd, header) > cut) return { why: 'loaded bytes lie past the symbol table' };
+  if (loadedEnd(fd, header) > cut) return {why: 'loaded bytes lie past the symbol table'};
   const tooFar = sections.some((s, i) => !drop.has(i) && i !== shstrndx && s.type !== SHT_NOBITS && s.offset + s.size > cut);
-  if (tooFar) return { why: 'other sections lie past the symbol table' };
-  return { header, sections, drop, shstrndx, cut };
+  if (tooFar) return {why: 'other sections lie past the symbol table'};
+  return {header, sections, drop, shstrndx, cut};
 }
 
 /**
@@ -102,8 +102,8 @@ function stripSymbols(file) {
   const fd = fs.openSync(file, 'r+');
   try {
     const p = plan(fd);
-    if (p.why) return { skipped: p.why };
-    const { header, sections, drop, shstrndx, cut } = p;
+    if (p.why) return {skipped: p.why};
+    const {header, sections, drop, shstrndx, cut} = p;
     const before = fs.fstatSync(fd).size;
     const names = readAt(fd, sections[shstrndx].offset, sections[shstrndx].size);
     const newIndex = new Map();
@@ -132,10 +132,10 @@ function stripSymbols(file) {
     newHeader.writeUInt16LE(newIndex.size, 0x3c);
     newHeader.writeUInt16LE(newIndex.get(shstrndx), 0x3e);
     fs.writeSync(fd, newHeader, 0, 64, 0);
-    return { before, after: headersAt + table.length };
+    return {before, after: headersAt + table.length};
   } finally {
     fs.closeSync(fd);
   }
 }
 
-module.exports = { stripSymbols };
+module.exports = {stripSymbols};

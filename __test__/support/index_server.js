@@ -19,13 +19,13 @@ const JSON_TYPE = 'application/vnd.pypi.simple.v1+json';
  *   tls: { key, cert } to serve HTTPS.
  * Resolves to { url (the index URL), requests: [{ path, headers }], close() }.
  */
-async function startIndex(files, { project = 'tensorflow-cpu', form = 'json', faults = {}, auth = null, tls = null } = {}) {
+async function startIndex(files, {project = 'tensorflow-cpu', form = 'json', faults = {}, auth = null, tls = null} = {}) {
   const requests = [];
   const served = new Map();
   const handler = (req, res) => {
-    requests.push({ path: req.url, headers: req.headers });
+    requests.push({path: req.url, headers: req.headers});
     if (auth && req.headers.authorization !== `Basic ${Buffer.from(auth).toString('base64')}`) {
-      res.writeHead(401, { 'www-authenticate': 'Basic realm="index"' }).end();
+      res.writeHead(401, {'www-authenticate': 'Basic realm="index"'}).end();
       return;
     }
     if (req.url === `/simple/${project}/`) {
@@ -37,27 +37,27 @@ async function startIndex(files, { project = 'tensorflow-cpu', form = 'json', fa
       }));
       if (form === 'json' && (req.headers.accept || '').includes(JSON_TYPE)) {
         const body = JSON.stringify({
-          meta: { 'api-version': '1.1' },
+          meta: {'api-version': '1.1'},
           name: project,
-          files: listed.map((f) => ({ filename: f.filename, url: f.url, hashes: { sha256: f.sha256 }, size: f.size })),
+          files: listed.map((f) => ({filename: f.filename, url: f.url, hashes: {sha256: f.sha256}, size: f.size})),
         });
-        res.writeHead(200, { 'content-type': JSON_TYPE }).end(body);
+        res.writeHead(200, {'content-type': JSON_TYPE}).end(body);
       } else {
         const links = listed.map((f) => `<a href="${f.url}#sha256=${f.sha256}">${f.filename}</a><br/>`);
-        res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' })
+        res.writeHead(200, {'content-type': 'text/html; charset=utf-8'})
           .end(`<!DOCTYPE html><html><body><h1>Links for ${project}</h1>${links.join('\n')}</body></html>`);
       }
       return;
     }
     const file = files.find((f) => req.url === `/files/${encodeURIComponent(f.filename)}`);
     if (!file || faults[file.filename] === '404') {
-      res.writeHead(404, { 'content-type': 'text/plain' }).end('Not Found');
+      res.writeHead(404, {'content-type': 'text/plain'}).end('Not Found');
       return;
     }
     const range = /^bytes=(\d+)-$/.exec(req.headers.range || '');
     const start = range ? Number(range[1]) : 0;
     const body = file.data.subarray(start);
-    const headers = { 'content-type': 'application/octet-stream', 'content-length': body.length };
+    const headers = {'content-type': 'application/octet-stream', 'content-length': body.length};
     if (range) headers['content-range'] = `bytes ${start}-${file.data.length - 1}/${file.data.length}`;
     res.writeHead(range ? 206 : 200, headers);
     const count = (served.get(file.filename) || 0) + 1;
@@ -83,4 +83,4 @@ async function startIndex(files, { project = 'tensorflow-cpu', form = 'json', fa
   };
 }
 
-module.exports = { startIndex, JSON_TYPE };
+module.exports = {startIndex, JSON_TYPE};

@@ -10,11 +10,11 @@ const path = require('node:path');
 /** Returns tempDir(label): a new empty folder for each call. */
 function scratchDirs(prefix) {
   const scratch = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
-  test.after(() => fs.rmSync(scratch, { recursive: true, force: true }));
+  test.after(() => fs.rmSync(scratch, {recursive: true, force: true}));
   let counter = 0;
   return (label) => {
     const dir = path.join(scratch, `${label}-${++counter}`);
-    fs.mkdirSync(dir, { recursive: true });
+    fs.mkdirSync(dir, {recursive: true});
     return dir;
   };
 }
@@ -27,4 +27,4 @@ function quietLog() {
   return log;
 }
 
-module.exports = { scratchDirs, quietLog };
+module.exports = {scratchDirs, quietLog};

@@ -153,7 +153,7 @@ class NodeFileSystem {
     try {
       modelJSON = JSON.parse(await fs.promises.readFile(jsonPath, 'utf8'));
     } catch (e) {
-      throw new Error(`Failed to parse model JSON ${jsonPath}: ${e.message}`);
+      throw new Error(`Failed to parse model JSON ${jsonPath}: ${e.message}`, {cause: e});
     }
     if (modelJSON == null || typeof modelJSON !== 'object' || modelJSON.modelTopology == null) {
       throw new Error(`${jsonPath} is not a model JSON file: it has no modelTopology`);
@@ -169,7 +169,7 @@ class NodeFileSystem {
       modelTopology = decodeGraphDef(await fs.promises.readFile(graphPath));
     } catch (e) {
       if (!(e instanceof ProtoError)) throw e;
-      throw new Error(`${graphPath} is not a binary TensorFlow GraphDef: ${e.message}`);
+      throw new Error(`${graphPath} is not a binary TensorFlow GraphDef: ${e.message}`, {cause: e});
     }
     const [weightSpecs, weightData] = await this.loadWeights(manifest, manifestPath, null);
     return {modelTopology, weightSpecs, weightData, format: 'graph-model'};

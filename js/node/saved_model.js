@@ -175,13 +175,14 @@ async function readSavedModelProto(dir) {
   try {
     bytes = await fs.promises.readFile(file);
   } catch (e) {
-    throw new Error(`There is no saved_model.pb file in the directory: ${dir} (${e.code || e.message})`);
+    throw new Error(`There is no saved_model.pb file in the directory: ${dir} (${e.code || e.message})`,
+                    {cause: e});
   }
   try {
     return parseSavedModel(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.length));
   } catch (e) {
     if (e instanceof ProtoError) {
-      throw new Error(`${file} is not a valid SavedModel proto: ${e.message}`);
+      throw new Error(`${file} is not a valid SavedModel proto: ${e.message}`, {cause: e});
     }
     throw e;
   }
