@@ -36,7 +36,7 @@ const zlib = require('zlib');
 const {spawn, spawnSync} = require('child_process');
 const {pipeline} = require('stream/promises');
 const {downloadFromIndex, INDEX_ERROR} = require('./pypi');
-const {stripSymbols} = require('./strip_symbols');
+const {stripSymbols, readAt} = require('./strip_symbols');
 
 const TF_VERSION = '2.21.0';
 const PACKAGE = 'tensorflow-cpu';
@@ -144,15 +144,9 @@ const SIG_ZIP64_EOCD = 0x06064b50;
 const SIG_CENTRAL = 0x02014b50;
 const SIG_LOCAL = 0x04034b50;
 
-function readAt(fd, position, length) {
-  const buf = Buffer.alloc(length);
-  let done = 0;
-  while (done < length) {
-    const n = fs.readSync(fd, buf, done, length - done, position + done);
-    if (n === 0) throw zipError(`unexpected end of file at byte ${position + done}`);
-    done += n;
-  }
-  return buf;
+/** Zip bytes at `position`, or a ZIP_CORRUPT error if the file ends first. */
+function readZipAt(fd, position, length) {
+  return readAt(fd, position, length, (at) => zipError(`unexpected end of file at byte ${at}`));
 }
 
 function u64(buf, offset) {
@@ -174,7 +168,7 @@ function listZip(file) {
     if (fileSize < 22) throw zipError('file too small to be a zip archive');
     const tailLen = Math.min(fileSize, 22 + 0xffff);
     const tailStart = fileSize - tailLen;
-    const tail = readAt(fd, tailStart, tailLen);
+    const tail = readZipAt(fd, tailStart, tailLen);
     let eocd = -1;
     for (let i = tailLen - 22; i >= 0; i--) {
       if (tail.readUInt32LE(i) === SIG_EOCD && i + 22 + tail.readUInt16LE(i + 20) <= tailLen) {
@@ -189,17 +183,17 @@ function listZip(file) {
     if (entries === 0xffff || cdSize === 0xffffffff || cdOffset === 0xffffffff) {
       const locPos = tailStart + eocd - 20;
       if (locPos < 0) throw zipError('ZIP64 locator missing');
-      const loc = readAt(fd, locPos, 20);
+      const loc = readZipAt(fd, locPos, 20);
       if (loc.readUInt32LE(0) !== SIG_ZIP64_LOCATOR) throw zipError('ZIP64 locator missing');
       const z64Pos = u64(loc, 8);
-      const z64 = readAt(fd, z64Pos, 56);
+      const z64 = readZipAt(fd, z64Pos, 56);
       if (z64.readUInt32LE(0) !== SIG_ZIP64_EOCD) throw zipError('bad ZIP64 end-of-central-directory record');
       entries = u64(z64, 32);
       cdSize = u64(z64, 40);
       cdOffset = u64(z64, 48);
     }
     if (cdOffset + cdSize > fileSize) throw zipError('central directory lies past the end of the file (truncated?)');
-    const cd = readAt(fd, cdOffset, cdSize);
+    const cd = readZipAt(fd, cdOffset, cdSize);
     const out = [];
     let p = 0;
     for (let i = 0; i < entries; i++) {
@@ -253,7 +247,7 @@ async function extractEntry(file, fd, entry, dest) {
   if (entry.method !== 0 && entry.method !== 8) {
     throw zipError(`${entry.name} uses unsupported compression method ${entry.method}`);
   }
-  const local = readAt(fd, entry.localOffset, 30);
+  const local = readZipAt(fd, entry.localOffset, 30);
   if (local.readUInt32LE(0) !== SIG_LOCAL) throw zipError(`bad local header for ${entry.name}`);
   const start = entry.localOffset + 30 + local.readUInt16LE(26) + local.readUInt16LE(28);
   if (entry.method === 0 && entry.compressedSize !== entry.size) {

@@ -25,10 +25,18 @@ const SHF_ALLOC = 0x2;
 const SHF_INFO_LINK = 0x40;
 const SHDR_SIZE = 64;
 
-// length bytes at position (a regular file gives all of them unless it ends first).
-function readAt(fd, position, length) {
+/**
+ * `length` bytes of `fd` at `position`; `endError(at)` makes the error for a file that ends
+ * before them. (Also the wheel reader's, in libtensorflow.js.)
+ */
+function readAt(fd, position, length, endError = (at) => new Error(`the file ends before byte ${at}`)) {
   const buf = Buffer.alloc(length);
-  if (fs.readSync(fd, buf, 0, length, position) !== length) throw new Error(`the file ends before byte ${position + length}`);
+  let done = 0;
+  while (done < length) {
+    const n = fs.readSync(fd, buf, done, length - done, position + done);
+    if (n === 0) throw endError(position + done);
+    done += n;
+  }
   return buf;
 }
 
@@ -138,4 +146,4 @@ function stripSymbols(file) {
   }
 }
 
-module.exports = {stripSymbols};
+module.exports = {stripSymbols, readAt};
