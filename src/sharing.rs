@@ -64,6 +64,11 @@ const VIEW_MIN_BYTES: usize = 64 << 10;
 /// 512 MiB fits them, and the 4 MB loop peaks at start + ~300 MB.
 const VIEW_BUDGET_BYTES: usize = 512 << 20;
 
+/// The budget where views cannot be released early (Node 22+, see `release_early`): every
+/// view then counts until its finalizer runs, so the 4 MB loop would reach start + the whole
+/// budget (1060 MB peak from 439 MB with 512 MiB); 256 MiB keeps it near start + 300 MB.
+const VIEW_BUDGET_BYTES_NO_EARLY_RELEASE: usize = 256 << 20;
+
 /// Views V8 has collected are looked for (and released) each time the bytes views hold have
 /// grown by this much, so that a loop whose reads die young stays well inside the budget.
 const PRUNE_EVERY_BYTES: usize = 64 << 20;
@@ -81,6 +86,8 @@ pub struct ReadViews {
     /// ArrayBuffer: `ArrayBuffer.prototype.transfer` (V8 12+, Node 22) moves it, leaving the
     /// collected original behind while the memory lives on.
     release_early: bool,
+    /// Bytes views may hold: VIEW_BUDGET_BYTES, or less without early release.
+    budget: usize,
 }
 
 const PRUNE_MIN: usize = 64;
@@ -92,21 +99,27 @@ impl ReadViews {
             .iter()
             .map(|name| Ok(js.type_of(js.property(prototype, name)?)? != JsType::Undefined))
             .collect::<Result<Vec<bool>>>()?;
+        let release_early = !movable.contains(&true);
         Ok(ReadViews {
             views: Vec::new(),
             prune_at: PRUNE_MIN,
             pruned_at_bytes: 0,
-            release_early: !movable.contains(&true),
+            release_early,
+            budget: if release_early {
+                VIEW_BUDGET_BYTES
+            } else {
+                VIEW_BUDGET_BYTES_NO_EARLY_RELEASE
+            },
         })
     }
 
     /// Whether a view of `bytes` more fits the budget, after releasing views V8 has collected.
     fn has_room(&mut self, js: Js, bytes: usize) -> Result<bool> {
         let after = external::view_bytes() + bytes;
-        if after > VIEW_BUDGET_BYTES || after > self.pruned_at_bytes + PRUNE_EVERY_BYTES {
+        if after > self.budget || after > self.pruned_at_bytes + PRUNE_EVERY_BYTES {
             self.prune(js)?;
         }
-        Ok(external::view_bytes() + bytes <= VIEW_BUDGET_BYTES)
+        Ok(external::view_bytes() + bytes <= self.budget)
     }
 
     fn add(&mut self, js: Js, hold: Rc<TensorHold>, buffer: Value) -> Result<()> {
