@@ -126,13 +126,20 @@ test('a supported system loads and returns the binding', () => {
   assert.strictEqual(binding, GOOD_BINDING);
 });
 
-test('unsupported platforms and architectures name the supported one', () => {
-  for (const [platform, arch] of [['darwin', 'arm64'], ['win32', 'x64'], ['linux', 'arm64'], ['freebsd', 'x64']]) {
+// Both prebuilt targets, by name, in every message that says what is supported.
+const SUPPORTED_RE = /Linux x64 or arm64 with glibc >= 2\.27 \(targets x86_64-unknown-linux-gnu, aarch64-unknown-linux-gnu\)/;
+
+test('Linux arm64 with glibc is supported', () => {
+  assert.strictEqual(loadWith({system: {...OK_SYSTEM, arch: 'arm64'}}), GOOD_BINDING);
+});
+
+test('unsupported platforms and architectures name the supported ones', () => {
+  for (const [platform, arch] of [['darwin', 'arm64'], ['win32', 'x64'], ['linux', 'arm'], ['linux', 'ia32'], ['freebsd', 'x64']]) {
     let required = false;
     assertLoadError(
       () => loadWith({system: {...OK_SYSTEM, platform, arch}, requireBinding: () => { required = true; }}),
       new RegExp(`unsupported platform ${platform}/${arch}`),
-      /Linux x64 with glibc >= 2\.27/,
+      SUPPORTED_RE,
     );
     assert.strictEqual(required, false, 'the addon must not be loaded on an unsupported platform');
   }
@@ -142,7 +149,7 @@ test('musl (no glibc) is rejected with the supported libc', () => {
   assertLoadError(
     () => loadWith({system: {...OK_SYSTEM, glibc: null}}),
     /does not use glibc \(musl/,
-    /Linux x64 with glibc >= 2\.27/,
+    SUPPORTED_RE,
   );
 });
 
@@ -294,7 +301,7 @@ test('a too old glibc / libstdc++ found at load time is reported', () => {
         },
       }),
       /too old: GLIBC_2\.34 is needed/,
-      /Linux x64 with glibc >= 2\.27/,
+      SUPPORTED_RE,
     );
   } finally {
     inst.cleanup();

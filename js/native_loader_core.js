@@ -16,9 +16,19 @@ const MIN_NAPI = 8; // Cargo.toml: napi feature "napi8"
 const TF_MAJOR = 2;
 const TF_BUILT_AGAINST = '2.21.0';
 const MIN_GLIBC = [2, 27]; // libtensorflow 2.21.0 is a manylinux_2_27 build
-const SUPPORTED = `Linux x64 with glibc >= ${MIN_GLIBC.join('.')} (target x86_64-unknown-linux-gnu)`;
-const PLATFORM_PACKAGE = 'tfjs-node-rs-linux-x64-gnu';
-const ADDON_FILE = 'tfjs-node-rs.linux-x64-gnu.node';
+// The prebuilt addons (Linux, glibc), by process.arch: the Rust target and napi-rs's
+// platform name, which names the per-platform package and the addon file.
+const TARGETS = {
+  x64: {triple: 'x86_64-unknown-linux-gnu', platform: 'linux-x64-gnu'},
+  arm64: {triple: 'aarch64-unknown-linux-gnu', platform: 'linux-arm64-gnu'},
+};
+const SUPPORTED =
+  `Linux x64 or arm64 with glibc >= ${MIN_GLIBC.join('.')} ` +
+  `(targets ${Object.values(TARGETS).map((t) => t.triple).join(', ')})`;
+// This machine's; on another arch checkEnvironment stops the load before these are used.
+const OWN_TARGET = TARGETS[process.arch] || TARGETS.x64;
+const PLATFORM_PACKAGE = `tfjs-node-rs-${OWN_TARGET.platform}`;
+const ADDON_FILE = `tfjs-node-rs.${OWN_TARGET.platform}.node`;
 const LIBS = ['libtensorflow_cc.so.2', 'libtensorflow_framework.so.2'];
 const ENV_DIR = 'TFJS_NODE_RS_LIBTENSORFLOW';
 const COPY_ENV = 'TFJS_NODE_RS_COPY_LIBTENSORFLOW';
@@ -71,7 +81,7 @@ function versionBelow(version, min) {
  * Node.js whose N-API version is too old. Runs before the addon is loaded.
  */
 function checkEnvironment({platform, arch, glibc, napi, node} = detect()) {
-  if (platform !== 'linux' || arch !== 'x64') {
+  if (platform !== 'linux' || !Object.hasOwn(TARGETS, arch)) {
     throw loadError(
       `unsupported platform ${platform}/${arch}: prebuilt binaries exist only for ${SUPPORTED}. ` +
         'Use such a machine or container (e.g. the node:20-bookworm-slim image).',
@@ -79,7 +89,7 @@ function checkEnvironment({platform, arch, glibc, napi, node} = detect()) {
   }
   if (glibc === null || glibc === '') {
     throw loadError(
-      `unsupported C library: this Linux x64 system does not use glibc (musl, e.g. Alpine?), and ` +
+      `unsupported C library: this Linux ${arch} system does not use glibc (musl, e.g. Alpine?), and ` +
         `libtensorflow needs glibc. Prebuilt binaries exist only for ${SUPPORTED}; use a glibc-based ` +
         'distribution or image (e.g. node:20-bookworm-slim instead of node:20-alpine).',
     );
@@ -371,6 +381,7 @@ module.exports = {
   MIN_GLIBC,
   TF_MAJOR,
   SUPPORTED,
+  TARGETS,
   PLATFORM_PACKAGE,
   ADDON_FILE,
 };
