@@ -361,6 +361,7 @@ test('readElfDynamic reads DT_NEEDED and DT_RUNPATH', () => {
     const file = path.join(dir, 'a.node');
     fs.writeFileSync(file, fakeElf({needed: ['libtensorflow_cc.so.2', 'libc.so.6'], runpath: '$ORIGIN/a:/b'}));
     assert.deepStrictEqual(loader.readElfDynamic(file), {
+      machine: 62,
       needed: ['libtensorflow_cc.so.2', 'libc.so.6'],
       runpath: ['$ORIGIN/a', '/b'],
       rpath: [],
@@ -372,15 +373,28 @@ test('readElfDynamic reads DT_NEEDED and DT_RUNPATH', () => {
   }
 });
 
+// The addon's RUNPATH (build.rs) reaches deps/lib in every layout it is installed in.
+function assertInstalledRunpath(elf) {
+  assert.ok(elf.needed.includes('libtensorflow_cc.so.2'), JSON.stringify(elf));
+  for (const dir of ['$ORIGIN/deps/lib', '$ORIGIN/../tfjs-node-rs/deps/lib', '$ORIGIN/../@tensorflow/tfjs-node/deps/lib', '$ORIGIN/../../deps/lib']) {
+    assert.ok(elf.runpath.includes(dir), `RUNPATH lacks ${dir}: ${JSON.stringify(elf)}`);
+  }
+}
+
+// The cross-built arm64 addon (scripts/build.js --target aarch64-unknown-linux-gnu), when present.
+const builtArm64 = path.join(ROOT, `tfjs-node-rs.${loader.TARGETS.arm64.platform}.node`);
+test('the cross-built arm64 addon: an aarch64 ELF with the same RUNPATH', {skip: !fs.existsSync(builtArm64) && 'arm64 addon not built'}, () => {
+  const elf = loader.readElfDynamic(builtArm64);
+  assert.strictEqual(elf.machine, 183); // EM_AARCH64
+  assertInstalledRunpath(elf);
+});
+
 // With a built addon: its real RUNPATH, and the real dlopen error of a copy that
 // sits where no libtensorflow can be found.
 const built = path.join(ROOT, loader.ADDON_FILE);
 test('the built addon: RUNPATH, and the real missing-libtensorflow error', {skip: !fs.existsSync(built) && 'addon not built'}, () => {
   const elf = loader.readElfDynamic(built);
-  assert.ok(elf.needed.includes('libtensorflow_cc.so.2'), JSON.stringify(elf));
-  for (const dir of ['$ORIGIN/deps/lib', '$ORIGIN/../tfjs-node-rs/deps/lib', '$ORIGIN/../@tensorflow/tfjs-node/deps/lib', '$ORIGIN/../../deps/lib']) {
-    assert.ok(elf.runpath.includes(dir), `RUNPATH lacks ${dir}: ${JSON.stringify(elf)}`);
-  }
+  assertInstalledRunpath(elf);
   const inst = fakeInstall();
   try {
     const addon = path.join(inst.nm, loader.PLATFORM_PACKAGE, loader.ADDON_FILE);

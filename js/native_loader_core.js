@@ -111,13 +111,15 @@ function checkEnvironment({platform, arch, glibc, napi, node} = detect()) {
 }
 
 // ---------------------------------------------------------------------------
-// ELF: the DT_NEEDED and DT_RUNPATH/DT_RPATH entries of a 64-bit little-endian
-// shared object, read from its program headers (present even when stripped).
+// ELF: the machine (e_machine) and the DT_NEEDED and DT_RUNPATH/DT_RPATH entries of a
+// 64-bit little-endian shared object, read from its program headers (present even when
+// stripped).
 
 function readElfDynamic(file, readFile = fs.readFileSync) {
   const buf = readFile(file);
   if (buf.length < 64 || buf.readUInt32BE(0) !== 0x7f454c46) throw new Error(`${file} is not an ELF file`);
   if (buf[4] !== 2 || buf[5] !== 1) throw new Error(`${file} is not a 64-bit little-endian ELF file`);
+  const machine = buf.readUInt16LE(0x12);
   const num = (off) => Number(buf.readBigUInt64LE(off));
   const phoff = num(0x20);
   const phentsize = buf.readUInt16LE(0x36);
@@ -131,7 +133,7 @@ function readElfDynamic(file, readFile = fs.readFileSync) {
     if (seg.type === 1) loads.push(seg);
     if (seg.type === 2) dynamic = seg;
   }
-  if (!dynamic) return {needed: [], runpath: [], rpath: []};
+  if (!dynamic) return {machine, needed: [], runpath: [], rpath: []};
   const entries = [];
   for (let p = dynamic.offset; p + 16 <= dynamic.offset + dynamic.filesz && p + 16 <= buf.length; p += 16) {
     const tag = num(p);
@@ -149,7 +151,7 @@ function readElfDynamic(file, readFile = fs.readFileSync) {
   };
   const list = (tag) => entries.filter((e) => e.tag === tag).map((e) => str(e.val));
   const split = (values) => values.flatMap((v) => v.split(':')).filter(Boolean);
-  return {needed: list(1), runpath: split(list(29)), rpath: split(list(15))};
+  return {machine, needed: list(1), runpath: split(list(29)), rpath: split(list(15))};
 }
 
 // ---------------------------------------------------------------------------

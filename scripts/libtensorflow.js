@@ -72,6 +72,11 @@ function wheelSpec(key) {
   };
 }
 
+/** The Rust target of this machine's addon, or undefined on an unsupported machine. */
+function hostTarget() {
+  return (PLATFORMS[hostPlatform()] || {}).rustTarget;
+}
+
 /** The platform key whose addon is built for Rust target `triple`, or undefined. */
 function platformOfTarget(triple) {
   return Object.keys(PLATFORMS).find((key) => PLATFORMS[key].rustTarget === triple);
@@ -1011,6 +1016,7 @@ module.exports = {
   provideShared,
   platformOfTarget,
   hostPlatform,
+  hostTarget,
   TF_VERSION,
   COPY_ENV,
   SETUP_ERROR_CODE: SETUP,

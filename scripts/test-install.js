@@ -37,11 +37,10 @@ const os = require('os');
 const path = require('path');
 const {spawn, spawnSync} = require('child_process');
 const {pack, npmCommand} = require('./pack');
-const {exists, cacheDir, sharedDir, COPY_ENV} = require('./libtensorflow');
+const {exists, cacheDir, sharedDir, hostTarget, COPY_ENV} = require('./libtensorflow');
+const {PLATFORM_PACKAGE, ADDON_FILE} = require('../js/native_loader_core');
 
 const ROOT = path.resolve(__dirname, '..');
-const PLATFORM_PACKAGE = 'tfjs-node-rs-linux-x64-gnu';
-const ADDON_FILE = 'tfjs-node-rs.linux-x64-gnu.node';
 // What a user without Rust and Python lacks.
 const HIDDEN_TOOLS = ['cargo', 'rustc', 'rustup', 'rustdoc', 'python3', 'python', 'pip', 'pip3'];
 // Everything installed beside them (cargo-clippy, rustfmt, clippy-driver, python3.11, pip3.11, ...).
@@ -273,7 +272,8 @@ async function main() {
 main().catch((err) => { console.error(err && err.stack || err); process.exit(1); });
 `;
 
-function writeProject(dir) {
+// platformPackage: the per-platform package installed from its tarball (this machine's by default).
+function writeProject(dir, platformPackage = PLATFORM_PACKAGE) {
   fs.mkdirSync(dir, {recursive: true});
   fs.writeFileSync(path.join(dir, 'package.json'), `${JSON.stringify({
     name: 'tfjs-node-rs-install-test',
@@ -284,7 +284,7 @@ function writeProject(dir) {
     allowScripts: {'tfjs-node-rs': true},
     // The root package's optional dependency on the platform package resolves to
     // the tarball given on the command line, with no registry lookup.
-    overrides: {[PLATFORM_PACKAGE]: `$${PLATFORM_PACKAGE}`},
+    overrides: {[platformPackage]: `$${platformPackage}`},
   }, null, 2)}\n`);
   fs.writeFileSync(path.join(dir, 'train.js'), TRAIN);
 }
@@ -502,7 +502,7 @@ async function main() {
   let ok = false;
   let source = null;
   try {
-    const packed = await timed('pack', () => pack({root: opts.root, out: path.join(tmp, 'packs'), build: true}));
+    const packed = await timed('pack', () => pack({root: opts.root, out: path.join(tmp, 'packs'), build: true, targets: [hostTarget()]}));
     const env = cleanEnv(tmp);
     log(`PATH without Rust and Python: ${env.PATH}`);
     const modes = opts.mode === 'all' ? MODES : [opts.mode];
@@ -555,7 +555,11 @@ async function main() {
   }
 }
 
-main().catch((err) => {
-  process.stderr.write(`test:install: ${err.code === 'TFJS_NODE_RS_TEST_INSTALL' || err.code === 'TFJS_NODE_RS_PACK' ? err.message : err.stack}\n`);
-  process.exitCode = 1;
-});
+module.exports = {cleanEnv, writeProject, diskUsage, fmtMB};
+
+if (require.main === module) {
+  main().catch((err) => {
+    process.stderr.write(`test:install: ${err.code === 'TFJS_NODE_RS_TEST_INSTALL' || err.code === 'TFJS_NODE_RS_PACK' ? err.message : err.stack}\n`);
+    process.exitCode = 1;
+  });
+}
