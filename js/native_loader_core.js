@@ -265,7 +265,7 @@ function explainLoadError(err, {root = ROOT, env = process.env, resolve = requir
       `libtensorflow is missing: the addon ${addon} needs libtensorflow ${TF_BUILT_AGAINST} ` +
         `(${LIBS.join(' and ')}), and ${missing[1]} was not found in:\n${indent(dirs)}\n` +
         `The install step puts it in ${ownDeps}${exists(ownDeps, fsImpl) ? ' (present but incomplete)' : ' (absent)'}. ` +
-        'To fix it, run `npm rebuild tfjs-node-rs` (it takes the tensorflow-cpu wheel from the cache ' +
+        'To fix it, run `npm rebuild tfjs-node-rs` (it takes TensorFlow\'s wheel from the cache ' +
         '~/.cache/tfjs-node-rs or downloads it with pip), or set ' +
         `${ENV_DIR} to a directory holding ${LIBS.join(' and ')} (e.g. site-packages/tensorflow of a ` +
         `Python tensorflow ${TF_BUILT_AGAINST}) and run \`npm rebuild tfjs-node-rs\`. If npm skipped the ` +
