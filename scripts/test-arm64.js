@@ -36,7 +36,7 @@ const path = require('path');
 const {spawnSync} = require('child_process');
 const {pack, npmCommand} = require('./pack');
 const {sharedDir, log} = require('./libtensorflow');
-const {runMain} = require('./build');
+const {runMain, buildEnv} = require('./build');
 const {nodeBinary, NODE_VERSIONS} = require('./test-node-versions');
 const {cleanEnv, writeProject, diskUsage, fmtMB} = require('./test-install');
 
@@ -115,8 +115,9 @@ function ensureAptPackages() {
 }
 
 function ensureRustTarget() {
-  const installed = run('rustup', ['target', 'list', '--installed'], {label: 'rustup target list'}).stdout;
-  if (!installed.split('\n').includes(TARGET)) run('rustup', ['target', 'add', TARGET], {label: `rustup target add ${TARGET}`});
+  const env = buildEnv(ROOT, process.env); // rustup beside cargo, as the build finds it
+  const installed = run('rustup', ['target', 'list', '--installed'], {env, label: 'rustup target list'}).stdout;
+  if (!installed.split('\n').includes(TARGET)) run('rustup', ['target', 'add', TARGET], {env, label: `rustup target add ${TARGET}`});
 }
 
 // A `node` command that runs the arm64 node under qemu, for PATH (npm runs `node` for the
@@ -220,7 +221,7 @@ async function main() {
   log(`working in ${tmp}`);
   let ok = false;
   try {
-    timed('tools (apt packages, rustup target, arm64 node)', () => {
+    timed('tools (apt packages, rustup target)', () => {
       ensureAptPackages();
       ensureRustTarget();
     });

@@ -39,6 +39,7 @@ const {spawn, spawnSync} = require('child_process');
 const {pack, npmCommand} = require('./pack');
 const {exists, cacheDir, sharedDir, hostTarget, COPY_ENV} = require('./libtensorflow');
 const {PLATFORM_PACKAGE, ADDON_FILE} = require('../js/native_loader_core');
+const OTHER_PLATFORM_PACKAGES = Object.keys(require('../package.json').optionalDependencies).filter((p) => p !== PLATFORM_PACKAGE);
 
 const ROOT = path.resolve(__dirname, '..');
 // What a user without Rust and Python lacks.
@@ -336,8 +337,12 @@ async function installProject(name, layout, {tmp, packed, env, libDir}) {
   const postinstall = ours.map((l) => /postinstall took ([\d.]+) s/.exec(l)).find(Boolean);
   if (postinstall) timings.push([`[${name}] of which postinstall`, Number(postinstall[1])]);
 
-  // The platform package came from the tarball, never from the registry.
-  const fetched = install.output.split('\n').filter((l) => /https?:\/\/\S*tfjs-node-rs/.test(l) && !/127\.0\.0\.1/.test(l));
+  // The root and platform packages came from their tarballs, never from the registry. npm only
+  // looks up the other platforms' packages (a 404 until they are published), and skips them.
+  const fetched = install.output.split('\n').filter((l) => {
+    const name = (/https?:\/\/(?!127\.0\.0\.1)\S*\/(tfjs-node-rs[^\s/]*)/.exec(l) || [])[1];
+    return name && !OTHER_PLATFORM_PACKAGES.includes(name);
+  });
   if (fetched.length) throw fail(`npm fetched a tfjs-node-rs package from a registry:\n${fetched.join('\n')}`);
   const lock = JSON.parse(fs.readFileSync(path.join(project, 'package-lock.json'), 'utf8'));
   for (const pkg of ['tfjs-node-rs', PLATFORM_PACKAGE]) {
@@ -351,6 +356,8 @@ async function installProject(name, layout, {tmp, packed, env, libDir}) {
   const addon = path.join(nm, PLATFORM_PACKAGE, ADDON_FILE);
   if (!exists(addon)) throw fail(`${addon} is missing`);
   if (exists(path.join(pkgDir, 'node_modules', PLATFORM_PACKAGE))) throw fail('the platform package was installed twice (nested)');
+  const foreign = OTHER_PLATFORM_PACKAGES.filter((p) => exists(path.join(nm, p)) || exists(path.join(pkgDir, 'node_modules', p)));
+  if (foreign.length) throw fail(`npm installed another platform's package: ${foreign.join(', ')}`);
   // No Rust sources, no build.
   for (const p of ['Cargo.toml', 'src', 'target', 'build.rs', ADDON_FILE]) {
     if (exists(path.join(pkgDir, p))) throw fail(`the installed package holds ${p}`);
