@@ -12,7 +12,7 @@ const path = require('node:path');
 const {spawn, spawnSync} = require('node:child_process');
 
 const setup = require('../scripts/libtensorflow.js');
-const {build} = require('../scripts/build.js');
+const {build, buildEnv} = require('../scripts/build.js');
 const {scratchDirs, quietLog} = require('./support/scratch.js');
 
 const {listZip, extractZip, wheelTarget, checkPlatform, ZIP_CORRUPT} = setup._internal;
@@ -575,6 +575,33 @@ test('a downloaded wheel that is corrupt too: error, and it is deleted', needsPy
     return true;
   });
   assert.deepEqual(fs.readdirSync(path.join(cache, 'tfjs-node-rs')), []);
+  assert.deepEqual(fs.readdirSync(root), []);
+});
+
+test('buildEnv: a cross build gets the target\'s linker and pkg-config, a native one neither', () => {
+  const root = '/repo';
+  const env = {PATH: process.env.PATH, HOME: '/home/u'};
+  const native = buildEnv(root, env);
+  assert.equal(native.PKG_CONFIG_PATH, '/repo/deps/lib/pkgconfig');
+  assert.deepEqual(Object.keys(native).filter((k) => /aarch64|AARCH64/.test(k)), []);
+  const cross = buildEnv(root, env, {target: 'aarch64-unknown-linux-gnu', shared: '/cache/libtensorflow-2.21.0-linux-arm64'});
+  assert.equal(cross.CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER, 'aarch64-linux-gnu-gcc');
+  // tensorflow-sys's pkg-config step reads the target's variables first; deps/ (x64) stays the host's.
+  assert.equal(cross.PKG_CONFIG_PATH_aarch64_unknown_linux_gnu, '/cache/libtensorflow-2.21.0-linux-arm64/lib/pkgconfig');
+  assert.equal(cross.PKG_CONFIG_ALLOW_CROSS_aarch64_unknown_linux_gnu, '1');
+  assert.equal(cross.PKG_CONFIG_PATH, '/repo/deps/lib/pkgconfig');
+  // A linker the user chose stays.
+  const own = buildEnv(root, {...env, CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER: 'clang'}, {target: 'aarch64-unknown-linux-gnu', shared: '/s'});
+  assert.equal(own.CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER, 'clang');
+});
+
+test('build: a target without a libtensorflow wheel is refused before cargo runs', async () => {
+  const root = tempDir('root');
+  await assert.rejects(build({root, log: quietLog(), env: baseEnv(), target: 'riscv64gc-unknown-linux-gnu'}), (err) => {
+    assert.equal(err.code, 'TFJS_NODE_RS_SETUP');
+    assert.match(err.message, /cannot build for riscv64gc-unknown-linux-gnu: tfjs-node-rs has no libtensorflow for that target/);
+    return true;
+  });
   assert.deepEqual(fs.readdirSync(root), []);
 });
 

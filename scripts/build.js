@@ -70,13 +70,13 @@ function checkCargo(env) {
   }
 }
 
-// For a build for Rust target `target` other than this machine's: {target, shared}, with
-// the target's libtensorflow in its shared copy; null for a native build.
-async function crossBuild(target, {env, log}) {
-  const key = target && platformOfTarget(target);
-  if (target && !key) throw setupError(`cannot build for ${target}: tfjs-node-rs has no libtensorflow for that target`);
-  if (!key || key === hostPlatform()) return null;
-  return {target, shared: await provideShared({key, env, log})};
+// The platform key of Rust target `target` when it is not this machine's (a cross build);
+// null for a native build.
+function crossPlatform(target) {
+  if (!target) return null;
+  const key = platformOfTarget(target);
+  if (!key) throw setupError(`cannot build for ${target}: tfjs-node-rs has no libtensorflow for that target`);
+  return key === hostPlatform() ? null : key;
 }
 
 /**
@@ -87,6 +87,7 @@ async function crossBuild(target, {env, log}) {
  */
 async function build({root = DEFAULT_ROOT, log = defaultLog, env = process.env, args = [], target} = {}) {
   root = path.resolve(root);
+  const crossKey = crossPlatform(target);
   const napi = napiCli(root);
   if (!napi) {
     throw setupError(
@@ -97,12 +98,13 @@ async function build({root = DEFAULT_ROOT, log = defaultLog, env = process.env, 
   checkCargo(buildEnv(root, env));
   // deps/ serves the tests and the native build, and cargo's pkg-config step reads it.
   await ensureLibtensorflow({root, log, env});
-  const cross = await crossBuild(target, {env, log});
+  // The target's libtensorflow, in its shared copy.
+  const cross = crossKey && {target, shared: await provideShared({key: crossKey, env, log})};
   const childEnv = buildEnv(root, env, cross);
   const napiArgs = [
     'build', '--platform', '--release',
     '--js', 'binding.js', '--dts', 'binding.d.ts',
-    ...(target ? ['--target', target] : []),
+    ...(cross ? ['--target', target] : []),
     ...args,
   ];
   log(`napi ${napiArgs.join(' ')}`);
