@@ -23,10 +23,9 @@
 // each file runs as a plain script (node:test's --test runner itself starts one process per
 // file). What runs covers the binding (ops, dtypes, errors, argument checks), the backend
 // (kernels, models that train and match tfjs's cpu backend, the own conv/pool kernels) and
-// tf.node's model IO and SavedModel, and tfjs-core's specs of the op families a model uses.
-// Known difference, left out until fixed (KNOWN_FAILURES): the aarch64 TF build's
-// DepthwiseConv2dNative rejects dilations ("Current kernel implementation does not support
-// dilations"); x64's oneDNN kernel takes them.
+// tf.node's model IO and SavedModel, and tfjs-core's specs of the op families a model uses
+// (with the dilated depthwise convolutions that the aarch64 TF's own kernel rejects, which the
+// backend then runs on grids of the input: js/kernels/families/conv.js).
 //
 //   node scripts/test-arm64.js [--keep]
 
@@ -58,14 +57,8 @@ const SUITES = [
   'binding.ops', 'binding.errors', 'argument_checks', 'backend', 'backend_model', 'own_kernels',
   'node_io', 'node_saved_model',
 ];
-// tfjs-core's specs of the op families in a small model's forward and backward pass: 171 specs.
+// tfjs-core's specs of the op families in a small model's forward and backward pass: 179 specs.
 const CONFORMANCE = '^(matMul|conv2d|depthwiseConv2D|maxPool|relu|softmax|sum|add) ';
-// What fails on arm64 only, with why: [node:test name pattern, conformance spec pattern].
-const KNOWN_FAILURES = {
-  reason: "aarch64 TF's DepthwiseConv2dNative rejects dilations > 1 (x64's oneDNN kernel takes them)",
-  test: 'the valid neighbours of those cases still run and match cpu',
-  spec: '^depthwiseConv2D .*,d=[2-9]',
-};
 
 const timings = [];
 
@@ -188,7 +181,7 @@ function runSuites(pkgDir, env, node) {
   const totals = {pass: 0, skipped: 0};
   for (const suite of SUITES) {
     const res = timed(`[arm64] __test__/${suite}.test.js`, () => run(node, [
-      '--expose-gc', '--test-skip-pattern', KNOWN_FAILURES.test, path.join('__test__', `${suite}.test.js`),
+      '--expose-gc', path.join('__test__', `${suite}.test.js`),
     ], {cwd: pkgDir, env: testEnv, label: `${suite}.test.js`, allowFail: true}));
     const counts = ['pass', 'fail', 'skipped'].map((w) => `${tapCount(res.output, w)} ${w}`).join(', ');
     log(`  ${counts}`);
@@ -199,16 +192,15 @@ function runSuites(pkgDir, env, node) {
     totals.pass += tapCount(res.output, 'pass');
     totals.skipped += tapCount(res.output, 'skipped');
   }
-  log(`  __test__ subset: ${totals.pass} passed, ${totals.skipped} skipped (${KNOWN_FAILURES.reason})`);
+  log(`  __test__ subset: ${totals.pass} passed, ${totals.skipped} skipped`);
 
   // tfjs-core's specs: the ES-module files are transpiled by esbuild, whose native binary
   // cannot start under qemu; a run on the host (cpu backend) fills their cache first.
-  const grep = `^(?!${KNOWN_FAILURES.spec.slice(1)})(?:${CONFORMANCE.slice(1)})`;
   const conformance = path.join('__test__', 'conformance', 'run.js');
   timed('[host] fill the conformance transpile cache', () =>
-    run(process.execPath, [conformance, '--backend', 'cpu', '--grep', grep], {cwd: pkgDir, env: testEnv, label: 'conformance (cpu)'}));
+    run(process.execPath, [conformance, '--backend', 'cpu', '--grep', CONFORMANCE], {cwd: pkgDir, env: testEnv, label: 'conformance (cpu)'}));
   const res = timed('[arm64] tfjs-core conformance subset', () =>
-    run(node, [conformance, '--grep', grep], {cwd: pkgDir, env: testEnv, label: 'conformance on arm64'}));
+    run(node, [conformance, '--grep', CONFORMANCE], {cwd: pkgDir, env: testEnv, label: 'conformance on arm64'}));
   log(`  ${res.output.trim().split('\n').filter((l) => /passed, \d+ failed/.test(l)).pop()}`);
 }
 
