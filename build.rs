@@ -5,8 +5,12 @@ fn main() {
     // (the unit tests) must name it.
     println!("cargo:rustc-link-lib=dylib:+verbatim=libtensorflow_framework.so.2");
     // `cargo test` runs executables without the addon's $ORIGIN rpath; cargo puts link search
-    // paths inside the target dir on the loader path, so point one at deps/lib.
-    if let (Ok(out), Ok(manifest)) = (
+    // paths inside the target dir on the loader path, so point one at deps/lib. deps/ holds
+    // this machine's libtensorflow: a cross build (scripts/build.js --target) links against
+    // the target's, found through pkg-config, and runs no tests here.
+    let native = std::env::var("TARGET").ok() == std::env::var("HOST").ok();
+    if let (true, Ok(out), Ok(manifest)) = (
+        native,
         std::env::var("OUT_DIR"),
         std::env::var("CARGO_MANIFEST_DIR"),
     ) {

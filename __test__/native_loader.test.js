@@ -126,13 +126,20 @@ test('a supported system loads and returns the binding', () => {
   assert.strictEqual(binding, GOOD_BINDING);
 });
 
-test('unsupported platforms and architectures name the supported one', () => {
-  for (const [platform, arch] of [['darwin', 'arm64'], ['win32', 'x64'], ['linux', 'arm64'], ['freebsd', 'x64']]) {
+// Both prebuilt targets, by name, in every message that says what is supported.
+const SUPPORTED_RE = /Linux x64 or arm64 with glibc >= 2\.27 \(targets x86_64-unknown-linux-gnu, aarch64-unknown-linux-gnu\)/;
+
+test('Linux arm64 with glibc is supported', () => {
+  assert.strictEqual(loadWith({system: {...OK_SYSTEM, arch: 'arm64'}}), GOOD_BINDING);
+});
+
+test('unsupported platforms and architectures name the supported ones', () => {
+  for (const [platform, arch] of [['darwin', 'arm64'], ['win32', 'x64'], ['linux', 'arm'], ['linux', 'ia32'], ['freebsd', 'x64']]) {
     let required = false;
     assertLoadError(
       () => loadWith({system: {...OK_SYSTEM, platform, arch}, requireBinding: () => { required = true; }}),
       new RegExp(`unsupported platform ${platform}/${arch}`),
-      /Linux x64 with glibc >= 2\.27/,
+      SUPPORTED_RE,
     );
     assert.strictEqual(required, false, 'the addon must not be loaded on an unsupported platform');
   }
@@ -142,7 +149,7 @@ test('musl (no glibc) is rejected with the supported libc', () => {
   assertLoadError(
     () => loadWith({system: {...OK_SYSTEM, glibc: null}}),
     /does not use glibc \(musl/,
-    /Linux x64 with glibc >= 2\.27/,
+    SUPPORTED_RE,
   );
 });
 
@@ -294,7 +301,7 @@ test('a too old glibc / libstdc++ found at load time is reported', () => {
         },
       }),
       /too old: GLIBC_2\.34 is needed/,
-      /Linux x64 with glibc >= 2\.27/,
+      SUPPORTED_RE,
     );
   } finally {
     inst.cleanup();
@@ -354,6 +361,7 @@ test('readElfDynamic reads DT_NEEDED and DT_RUNPATH', () => {
     const file = path.join(dir, 'a.node');
     fs.writeFileSync(file, fakeElf({needed: ['libtensorflow_cc.so.2', 'libc.so.6'], runpath: '$ORIGIN/a:/b'}));
     assert.deepStrictEqual(loader.readElfDynamic(file), {
+      machine: 62,
       needed: ['libtensorflow_cc.so.2', 'libc.so.6'],
       runpath: ['$ORIGIN/a', '/b'],
       rpath: [],
@@ -365,15 +373,28 @@ test('readElfDynamic reads DT_NEEDED and DT_RUNPATH', () => {
   }
 });
 
+// The addon's RUNPATH (build.rs) reaches deps/lib in every layout it is installed in.
+function assertInstalledRunpath(elf) {
+  assert.ok(elf.needed.includes('libtensorflow_cc.so.2'), JSON.stringify(elf));
+  for (const dir of ['$ORIGIN/deps/lib', '$ORIGIN/../tfjs-node-rs/deps/lib', '$ORIGIN/../@tensorflow/tfjs-node/deps/lib', '$ORIGIN/../../deps/lib']) {
+    assert.ok(elf.runpath.includes(dir), `RUNPATH lacks ${dir}: ${JSON.stringify(elf)}`);
+  }
+}
+
+// The cross-built arm64 addon (scripts/build.js --target aarch64-unknown-linux-gnu), when present.
+const builtArm64 = path.join(ROOT, `tfjs-node-rs.${loader.TARGETS.arm64.platform}.node`);
+test('the cross-built arm64 addon: an aarch64 ELF with the same RUNPATH', {skip: !fs.existsSync(builtArm64) && 'arm64 addon not built'}, () => {
+  const elf = loader.readElfDynamic(builtArm64);
+  assert.strictEqual(elf.machine, 183); // EM_AARCH64
+  assertInstalledRunpath(elf);
+});
+
 // With a built addon: its real RUNPATH, and the real dlopen error of a copy that
 // sits where no libtensorflow can be found.
 const built = path.join(ROOT, loader.ADDON_FILE);
 test('the built addon: RUNPATH, and the real missing-libtensorflow error', {skip: !fs.existsSync(built) && 'addon not built'}, () => {
   const elf = loader.readElfDynamic(built);
-  assert.ok(elf.needed.includes('libtensorflow_cc.so.2'), JSON.stringify(elf));
-  for (const dir of ['$ORIGIN/deps/lib', '$ORIGIN/../tfjs-node-rs/deps/lib', '$ORIGIN/../@tensorflow/tfjs-node/deps/lib', '$ORIGIN/../../deps/lib']) {
-    assert.ok(elf.runpath.includes(dir), `RUNPATH lacks ${dir}: ${JSON.stringify(elf)}`);
-  }
+  assertInstalledRunpath(elf);
   const inst = fakeInstall();
   try {
     const addon = path.join(inst.nm, loader.PLATFORM_PACKAGE, loader.ADDON_FILE);

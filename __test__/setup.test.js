@@ -12,11 +12,12 @@ const path = require('node:path');
 const {spawn, spawnSync} = require('node:child_process');
 
 const setup = require('../scripts/libtensorflow.js');
-const {build} = require('../scripts/build.js');
+const {build, buildEnv} = require('../scripts/build.js');
 const {scratchDirs, quietLog} = require('./support/scratch.js');
 
 const {listZip, extractZip, wheelTarget, checkPlatform, ZIP_CORRUPT} = setup._internal;
 const WHEEL_NAME = 'tensorflow_cpu-2.21.0-cp311-cp311-manylinux_2_27_x86_64.whl';
+const ARM64_WHEEL_NAME = 'tensorflow-2.21.0-cp311-cp311-manylinux_2_27_aarch64.whl';
 const PLATFORM = {platform: 'linux', arch: 'x64', glibc: '2.35'};
 const HAVE_PYTHON = spawnSync('python3', ['-c', 'import zipfile'], {stdio: 'ignore'}).status === 0;
 const needsPython = {skip: HAVE_PYTHON ? false : 'python3 (zipfile) is not available'};
@@ -220,19 +221,21 @@ test('wheelTarget: keeps the libs and the C API headers only', () => {
   }
 });
 
-test('checkPlatform: only Linux x64 with glibc >= 2.27', () => {
-  checkPlatform({platform: 'linux', arch: 'x64', glibc: '2.27'});
-  checkPlatform({platform: 'linux', arch: 'x64', glibc: '2.35'});
+test('checkPlatform: only Linux x64 and arm64 with glibc >= 2.27', () => {
+  assert.equal(checkPlatform({platform: 'linux', arch: 'x64', glibc: '2.27'}), 'linux-x64');
+  assert.equal(checkPlatform({platform: 'linux', arch: 'x64', glibc: '2.35'}), 'linux-x64');
+  assert.equal(checkPlatform({platform: 'linux', arch: 'arm64', glibc: '2.27'}), 'linux-arm64');
   const cases = [
     [{platform: 'darwin', arch: 'arm64'}, /platform=darwin, arch=arm64/],
-    [{platform: 'linux', arch: 'arm64', glibc: '2.35'}, /arch=arm64, libc=glibc 2\.35/],
+    [{platform: 'linux', arch: 'arm', glibc: '2.35'}, /arch=arm, libc=glibc 2\.35/],
+    [{platform: 'linux', arch: 'arm64', glibc: '2.17'}, /needs glibc >= 2\.27.*arch=arm64, libc=glibc 2\.17/],
     [{platform: 'linux', arch: 'x64', glibc: undefined}, /libc=not glibc/],
     [{platform: 'linux', arch: 'x64', glibc: '2.17'}, /needs glibc >= 2\.27.*glibc 2\.17/],
   ];
   for (const [p, re] of cases) {
     assert.throws(() => checkPlatform(p), (err) => {
       assert.equal(err.code, 'TFJS_NODE_RS_SETUP');
-      assert.match(err.message, /^unsupported platform: tfjs-node-rs supports only Linux x64|needs glibc/);
+      assert.match(err.message, /^unsupported platform: tfjs-node-rs supports only Linux x64 and Linux arm64|needs glibc/);
       assert.match(err.message, re);
       return true;
     });
@@ -497,6 +500,48 @@ test('no wheel cached: downloaded with pip (fake python3), then cached', needsPy
   assert.deepEqual(fs.readdirSync(path.join(cache, 'tfjs-node-rs')).sort(), ['libtensorflow-2.21.0-linux-x64', WHEEL_NAME]);
 });
 
+test('each platform takes its own wheel from an index listing', () => {
+  const {pickWheel, wheelSpec} = setup._internal;
+  const file = (filename) => ({filename});
+  const listing = [
+    'tensorflow-2.21.0-cp310-cp310-manylinux_2_27_aarch64.whl',
+    'tensorflow-2.21.0-cp311-cp311-manylinux_2_27_aarch64.whl',
+    'tensorflow-2.21.0-cp311-cp311-manylinux_2_27_x86_64.whl',
+    'tensorflow-2.21.0rc1-cp311-cp311-manylinux_2_27_aarch64.whl',
+    'tensorflow_cpu-2.21.0-cp311-cp311-manylinux_2_27_x86_64.whl',
+    'tensorflow_cpu-2.21.0-cp311-cp311-win_amd64.whl',
+  ].map(file);
+  assert.equal(pickWheel(listing, wheelSpec('linux-arm64')).filename, 'tensorflow-2.21.0-cp311-cp311-manylinux_2_27_aarch64.whl');
+  assert.equal(pickWheel(listing, wheelSpec('linux-x64')).filename, 'tensorflow_cpu-2.21.0-cp311-cp311-manylinux_2_27_x86_64.whl');
+  // The x64 CPU build is tensorflow-cpu's: the plain tensorflow wheel for x86_64 (CUDA-enabled) is never taken.
+  assert.equal(pickWheel(listing.slice(0, 4), wheelSpec('linux-x64')), null);
+  assert.equal(pickWheel([file('tensorflow-2.21.0-cp310-cp310-manylinux_2_27_aarch64.whl')], wheelSpec('linux-arm64')).filename,
+    'tensorflow-2.21.0-cp310-cp310-manylinux_2_27_aarch64.whl');
+});
+
+test('Linux arm64: pip fetches the aarch64 tensorflow wheel, unpacked into a shared copy of its own', needsPython, async () => {
+  const cache = tempDir('xdg');
+  fs.mkdirSync(path.join(cache, 'tfjs-node-rs'));
+  // This machine's x64 wheel in the cache does not serve arm64.
+  fs.copyFileSync(goodWheelFile(), path.join(cache, 'tfjs-node-rs', WHEEL_NAME));
+  const arm64Wheel = path.join(tempDir('wheel'), ARM64_WHEEL_NAME);
+  fs.copyFileSync(goodWheelFile(), arm64Wheel);
+  const pipLog = path.join(tempDir('piplog'), 'calls');
+  const env = baseEnv({XDG_CACHE_HOME: cache, PATH: fakePythonBin(), FAKE_WHEEL: arm64Wheel, FAKE_PIP_LOG: pipLog});
+  const root = tempDir('root');
+  await ensure({root, log: quietLog(), env, platform: {platform: 'linux', arch: 'arm64', glibc: '2.36'}});
+  const marker = assertDeps(root, {kind: 'wheel'});
+  const download = pipCalls(pipLog).find((c) => c.includes('download'));
+  for (const arg of ['tensorflow==2.21.0', 'manylinux_2_27_aarch64', 'cp311']) {
+    assert.ok(download.includes(arg), `${arg} missing from ${download}`);
+  }
+  const shared = path.join(cache, 'tfjs-node-rs', 'libtensorflow-2.21.0-linux-arm64');
+  assert.equal(setup.sharedDir(env, 'linux-arm64'), shared);
+  assert.equal(fs.readlinkSync(path.join(root, 'deps')), shared);
+  assert.equal(marker.source, path.join(cache, 'tfjs-node-rs', ARM64_WHEEL_NAME));
+  assert.deepEqual(fs.readdirSync(path.join(cache, 'tfjs-node-rs')).sort(), ['libtensorflow-2.21.0-linux-arm64', ARM64_WHEEL_NAME, WHEEL_NAME]);
+});
+
 test('corrupt cached wheel: deleted and downloaded again once', needsPython, async () => {
   const cache = tempDir('xdg');
   fs.mkdirSync(path.join(cache, 'tfjs-node-rs'));
@@ -530,6 +575,33 @@ test('a downloaded wheel that is corrupt too: error, and it is deleted', needsPy
     return true;
   });
   assert.deepEqual(fs.readdirSync(path.join(cache, 'tfjs-node-rs')), []);
+  assert.deepEqual(fs.readdirSync(root), []);
+});
+
+test('buildEnv: a cross build gets the target\'s linker and pkg-config, a native one neither', () => {
+  const root = '/repo';
+  const env = {PATH: process.env.PATH, HOME: '/home/u'};
+  const native = buildEnv(root, env);
+  assert.equal(native.PKG_CONFIG_PATH, '/repo/deps/lib/pkgconfig');
+  assert.deepEqual(Object.keys(native).filter((k) => /aarch64|AARCH64/.test(k)), []);
+  const cross = buildEnv(root, env, {target: 'aarch64-unknown-linux-gnu', shared: '/cache/libtensorflow-2.21.0-linux-arm64'});
+  assert.equal(cross.CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER, 'aarch64-linux-gnu-gcc');
+  // tensorflow-sys's pkg-config step reads the target's variables first; deps/ (x64) stays the host's.
+  assert.equal(cross.PKG_CONFIG_PATH_aarch64_unknown_linux_gnu, '/cache/libtensorflow-2.21.0-linux-arm64/lib/pkgconfig');
+  assert.equal(cross.PKG_CONFIG_ALLOW_CROSS_aarch64_unknown_linux_gnu, '1');
+  assert.equal(cross.PKG_CONFIG_PATH, '/repo/deps/lib/pkgconfig');
+  // A linker the user chose stays.
+  const own = buildEnv(root, {...env, CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER: 'clang'}, {target: 'aarch64-unknown-linux-gnu', shared: '/s'});
+  assert.equal(own.CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER, 'clang');
+});
+
+test('build: a target without a libtensorflow wheel is refused before cargo runs', async () => {
+  const root = tempDir('root');
+  await assert.rejects(build({root, log: quietLog(), env: baseEnv(), target: 'riscv64gc-unknown-linux-gnu'}), (err) => {
+    assert.equal(err.code, 'TFJS_NODE_RS_SETUP');
+    assert.match(err.message, /cannot build for riscv64gc-unknown-linux-gnu: tfjs-node-rs has no libtensorflow for that target/);
+    return true;
+  });
   assert.deepEqual(fs.readdirSync(root), []);
 });
 
@@ -724,7 +796,7 @@ test('an unwritable cache: says where and what to do', async () => {
 
 const {stripSymbols} = require('../scripts/strip_symbols.js');
 // The framework library as the wheel ships it (deps/lib holds the shared copy, stripped already).
-const cachedWheel = setup._internal.findCachedWheel(setup.cacheDir());
+const cachedWheel = setup._internal.findCachedWheel(setup.cacheDir(), setup._internal.wheelSpec('linux-x64'));
 const HAVE_READELF = spawnSync('readelf', ['--version'], {stdio: 'ignore'}).status === 0;
 
 function sectionNames(file) {

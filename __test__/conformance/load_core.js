@@ -48,7 +48,9 @@ function installCoreHook() {
     path.join(pkgDir('@tensorflow/tfjs'), 'dist') + path.sep,
   ];
 
-  const esbuild = require('esbuild');
+  // esbuild is loaded on the first cache miss only: under qemu (scripts/test-arm64.js) its
+  // native binary cannot start, and the cache is filled beforehand by a run on the host.
+  let esbuild = null;
   const cacheDir = path.join(os.tmpdir(), 'tfjs-node-rs-cjs-' +
       require('@tensorflow/tfjs-core/package.json').version + '-' +
       require('esbuild/package.json').version);
@@ -78,6 +80,7 @@ function installCoreHook() {
       // Drop the large inline source maps before transpiling.
       const stripped = source.replace(
           /\/\/# sourceMappingURL=data:[^\n]*\n?$/, '');
+      if (!esbuild) esbuild = require('esbuild');
       code = esbuild.transformSync(stripped, {
         format: 'cjs',
         target: 'node18',

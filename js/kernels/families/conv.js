@@ -120,12 +120,54 @@ function conv2dRaw(b, x, filter, info, temps) {
   ], [input, filter]);
 }
 
+// Whether this libtensorflow's DepthwiseConv2dNative takes dilations: x64's oneDNN kernel does;
+// TF's own CPU kernel, the one of the aarch64 build, rejects them (UNIMPLEMENTED, "Current
+// kernel implementation does not support dilations"). Learned from the first dilated call.
+let depthwiseTakesDilations = true;
+
 function depthwiseRaw(b, x, filter, info, temps) {
+  const p = info.padInfo;
+  const dilated = info.dilationHeight > 1 || info.dilationWidth > 1;
+  // tfjs allows dilations only with stride 1; SpaceToBatchND takes no negative paddings.
+  const splittable = dilated && nonNegative([[p.top, p.bottom], [p.left, p.right]]);
+  if (splittable && !depthwiseTakesDilations) return dilatedDepthwise(b, x, filter, info, temps);
   const {input, attrs} = paddingFor(b, x, info, temps);
-  return b.run1('DepthwiseConv2dNative', [
-    A.type('T', x.dtype), strides4(info), ...attrs,
-    A.str('data_format', 'NHWC'), dilations4(info),
-  ], [input, filter]);
+  try {
+    return b.run1('DepthwiseConv2dNative', [
+      A.type('T', x.dtype), strides4(info), ...attrs,
+      A.str('data_format', 'NHWC'), dilations4(info),
+    ], [input, filter]);
+  } catch (e) {
+    if (!(splittable && e && e.code === 'UNIMPLEMENTED')) throw e;
+    depthwiseTakesDilations = false;
+    return dilatedDepthwise(b, x, filter, info, temps);
+  }
+}
+
+/**
+ * A depthwise conv dilated by (dh, dw) at stride 1, as TF's Python depthwise_conv2d runs it: the
+ * padded input split into dh*dw interleaved grids (SpaceToBatchND), an undilated VALID conv of
+ * each, and the grids put back together (BatchToSpaceND). The same products and sums, exactly.
+ */
+function dilatedDepthwise(b, x, filter, info, temps) {
+  const {dilationHeight: dh, dilationWidth: dw} = info;
+  const p = info.padInfo;
+  // Pad the end of each axis up to a multiple of the block; the output loses as many rows.
+  const extraH = (dh - ((info.inHeight + p.top + p.bottom) % dh)) % dh;
+  const extraW = (dw - ((info.inWidth + p.left + p.right) % dw)) % dw;
+  const ints = (name) => A.type(name, 'int32');
+  const grids = b.run1('SpaceToBatchND', [A.type('T', x.dtype), ints('Tblock_shape'), ints('Tpaddings')], [
+    x, b.vec([dh, dw]), b.constant('int32', [2, 2], [p.top, p.bottom + extraH, p.left, p.right + extraW]),
+  ]);
+  temps.push(grids);
+  const conv = b.run1('DepthwiseConv2dNative', [
+    A.type('T', x.dtype), A.ints('strides', [1, 1, 1, 1]), A.str('padding', 'VALID'),
+    A.str('data_format', 'NHWC'), A.ints('dilations', [1, 1, 1, 1]),
+  ], [grids, filter]);
+  temps.push(conv);
+  return b.run1('BatchToSpaceND', [A.type('T', x.dtype), ints('Tblock_shape'), ints('Tcrops')], [
+    conv, b.vec([dh, dw]), b.constant('int32', [2, 2], [0, extraH, 0, extraW]),
+  ]);
 }
 
 function Conv2D({inputs, attrs, backend: b}) {
