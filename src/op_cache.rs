@@ -1,20 +1,24 @@
 //! Op objects kept between calls: `TFE_OpReset` on a used op skips the allocation and setup
-//! that `TFE_NewOp` does on every call.
+//! that `TFE_NewOp` does on every call. Op definitions, which every call is checked against, are
+//! read from TF once per op name.
 
 use std::collections::HashMap;
 use std::ffi::CStr;
 use std::hash::BuildHasherDefault;
+use std::rc::Rc;
 
 use crate::error::Result;
 use crate::tensor_table::IdHasher;
 use crate::tf::context::Context;
 use crate::tf::op::Op;
+use crate::tf::op_def::OpDef;
 use crate::tf::status::Status;
 
 #[derive(Default)]
 pub struct OpCache {
     /// Keyed by op name; the names are short, so the table's cheap hasher serves well.
     idle: HashMap<Box<[u8]>, Op, BuildHasherDefault<IdHasher>>,
+    defs: HashMap<Box<[u8]>, Rc<OpDef>, BuildHasherDefault<IdHasher>>,
 }
 
 /// An op taken from the cache for one call; `OpCache::give_back` returns it.
@@ -41,7 +45,18 @@ impl OpCache {
         }
     }
 
+    /// The definition of op `name`, read from TF on the first call.
+    pub fn def(&mut self, name: &CStr, status: &Status) -> Result<Rc<OpDef>> {
+        if let Some(def) = self.defs.get(name.to_bytes()) {
+            return Ok(def.clone());
+        }
+        let def = Rc::new(OpDef::lookup(name, status)?);
+        self.defs.insert(name.to_bytes().into(), def.clone());
+        Ok(def)
+    }
+
     pub fn clear(&mut self) {
         self.idle.clear();
+        self.defs.clear();
     }
 }

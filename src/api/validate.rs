@@ -1,0 +1,337 @@
+//! Every op call is checked against the op's definition before TF sees it: TF trusts its callers
+//! here and, given too many inputs, a required attr left out or a list attr of the wrong length,
+//! crashes or aborts the process instead of failing. The checks are done once per prepared op
+//! (and once per `executeOp` call, which reads its attrs anyway); what is left per call is one
+//! input count and, for a few ops, input ranks.
+
+use std::rc::Rc;
+
+use crate::error::{Error, Result};
+use crate::tf::handle::TensorHandle;
+use crate::tf::op_def::{AttrDef, AttrDefault, OpDef};
+use crate::tf::status::Status;
+
+use super::attrs::{AttrValue, OwnedAttr};
+
+/// Ops that end the process or block it for good: a call returns only when another op, which
+/// cannot run while this call waits, supplies data.
+const REFUSED: &[(&str, &str)] = &[
+    ("Abort", "ends the process"),
+    ("Unstage", "blocks until another op stages data"),
+    ("StagePeek", "blocks until another op stages data"),
+    ("MapPeek", "blocks until another op stages data"),
+    ("MapUnstage", "blocks until another op stages data"),
+    ("MapUnstageNoKey", "blocks until another op stages data"),
+    ("OrderedMapPeek", "blocks until another op stages data"),
+    ("OrderedMapUnstage", "blocks until another op stages data"),
+    (
+        "OrderedMapUnstageNoKey",
+        "blocks until another op stages data",
+    ),
+    (
+        "_Recv",
+        "blocks until a matching send, which eager calls never make",
+    ),
+    (
+        "_HostRecv",
+        "blocks until a matching send, which eager calls never make",
+    ),
+];
+
+/// What TF's kernels CHECK (and abort on) but the op definitions cannot say.
+enum KernelRule {
+    /// List attr `attr`, when given, has `len` items.
+    ListLength { attr: &'static str, len: usize },
+    /// Int attr `attr`, when given, is at least `min`.
+    AtLeast { attr: &'static str, min: i64 },
+    /// Input `index` has rank `rank`.
+    InputRank { index: usize, rank: i32 },
+}
+
+use KernelRule::*;
+
+const STRIDES_4: &[KernelRule] = &[
+    ListLength {
+        attr: "strides",
+        len: 4,
+    },
+    ListLength {
+        attr: "dilations",
+        len: 4,
+    },
+];
+const STRIDES_5: &[KernelRule] = &[
+    ListLength {
+        attr: "strides",
+        len: 5,
+    },
+    ListLength {
+        attr: "dilations",
+        len: 5,
+    },
+];
+/// `axis` is -1 (the whole tensor) or a dimension; TF checks only its upper bound.
+const AXIS: &[KernelRule] = &[AtLeast {
+    attr: "axis",
+    min: -1,
+}];
+/// Block LSTM cells: x, cs_prev, h_prev, w are matrices; the peephole weights and bias vectors.
+const LSTM_CELL: &[KernelRule] = &[
+    InputRank { index: 0, rank: 2 },
+    InputRank { index: 1, rank: 2 },
+    InputRank { index: 2, rank: 2 },
+    InputRank { index: 3, rank: 2 },
+    InputRank { index: 4, rank: 1 },
+    InputRank { index: 5, rank: 1 },
+    InputRank { index: 6, rank: 1 },
+    InputRank { index: 7, rank: 1 },
+];
+
+const KERNEL_RULES: &[(&str, &[KernelRule])] = &[
+    ("Conv2DBackpropFilter", STRIDES_4),
+    ("Conv2DBackpropFilterV2", STRIDES_4),
+    ("Conv2DBackpropInput", STRIDES_4),
+    ("Conv2DBackpropInputV2", STRIDES_4),
+    ("DepthwiseConv2dNativeBackpropFilter", STRIDES_4),
+    ("DepthwiseConv2dNativeBackpropInput", STRIDES_4),
+    ("Conv3DBackpropFilterV2", STRIDES_5),
+    ("Conv3DBackpropInputV2", STRIDES_5),
+    ("QuantizeAndDequantizeV2", AXIS),
+    ("QuantizeAndDequantizeV3", AXIS),
+    ("QuantizeAndDequantizeV4", AXIS),
+    ("QuantizeAndDequantizeV4Grad", AXIS),
+    ("LSTMBlockCell", LSTM_CELL),
+];
+
+/// What a call of an op with given attrs must bring: checked once, kept by prepared ops.
+pub struct Signature {
+    def: Rc<OpDef>,
+    inputs: usize,
+    ranks: &'static [KernelRule],
+}
+
+fn invalid(message: String) -> Error {
+    Error::Tf {
+        code: "INVALID_ARGUMENT",
+        message,
+    }
+}
+
+/// Refuses ops that end or block the process; the error names why.
+fn refuse_fatal(name: &str) -> Result<()> {
+    match REFUSED.iter().find(|(op, _)| *op == name) {
+        Some((_, why)) => Err(Error::Invalid(format!(
+            "the op {why}, so the binding does not run it"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// Checks `attrs` against `def` (ranges, allowed values, required attrs, list lengths) and
+/// works out how many inputs a call takes.
+pub fn signature(def: Rc<OpDef>, attrs: &[OwnedAttr]) -> Result<Signature> {
+    refuse_fatal(&def.name)?;
+    let given = |name: &str| {
+        attrs
+            .iter()
+            .rev()
+            .find(|a| a.name.to_bytes() == name.as_bytes())
+            .map(|a| &a.value)
+    };
+    for attr in attrs {
+        if let Some(declared) = def.attr(attr.name.to_bytes()) {
+            check_value(declared, &attr.value)?;
+        }
+    }
+    let rules = KERNEL_RULES
+        .iter()
+        .find(|(op, _)| *op == def.name)
+        .map_or(&[][..], |(_, rules)| rules);
+    for rule in rules {
+        check_rule(rule, &given)?;
+    }
+    let missing: Vec<&str> = def
+        .attrs
+        .iter()
+        .filter(|a| a.default.is_none() && !inferred_from_inputs(&def, &a.name))
+        .filter(|a| given(&a.name).is_none())
+        .map(|a| a.name.as_str())
+        .collect();
+    if !missing.is_empty() {
+        return Err(invalid(format!(
+            "missing attrs that have no default: {}",
+            quoted(&missing)
+        )));
+    }
+    let mut inputs = 0usize;
+    for arg in &def.inputs {
+        inputs = inputs.saturating_add(arg_length(&def, &given, arg)?);
+    }
+    Ok(Signature {
+        def,
+        inputs,
+        ranks: rules,
+    })
+}
+
+impl Signature {
+    /// Input counts are checked before any input is added: TF reads past the op's definition
+    /// when given more.
+    pub fn check_count(&self, given: usize) -> Result<()> {
+        if given != self.inputs {
+            let names: Vec<&str> = self.def.inputs.iter().map(|a| a.name.as_str()).collect();
+            return Err(invalid(format!(
+                "takes {} inputs with these attrs (its inputs: {}), given {given}",
+                self.inputs,
+                names.join(", ")
+            )));
+        }
+        Ok(())
+    }
+
+    pub fn check_input(&self, index: usize, input: &TensorHandle, status: &Status) -> Result<()> {
+        for rule in self.ranks {
+            if let InputRank { index: i, rank } = *rule {
+                if i == index {
+                    let actual = input.rank(status)?;
+                    if actual != rank {
+                        return Err(invalid(format!(
+                            "input {index} must have rank {rank}, given rank {actual}"
+                        )));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether eager TF infers attr `name` from the inputs when it is not given: the dtype of a
+/// single-tensor input. TF stops inferring at the first list input (it cannot tell where a
+/// list added tensor by tensor ends), so only inputs before it count.
+fn inferred_from_inputs(def: &OpDef, name: &str) -> bool {
+    def.inputs
+        .iter()
+        .take_while(|arg| !arg.is_list())
+        .any(|arg| arg.type_attr == name)
+}
+
+/// How many tensors input `arg` takes.
+fn arg_length<'a>(
+    def: &OpDef,
+    given: &impl Fn(&str) -> Option<&'a AttrValue>,
+    arg: &crate::tf::op_def::ArgDef,
+) -> Result<usize> {
+    let (attr, length) = if !arg.number_attr.is_empty() {
+        let length = match given(&arg.number_attr) {
+            Some(AttrValue::Int(n)) => Some(*n),
+            _ => match def
+                .attr(arg.number_attr.as_bytes())
+                .and_then(|a| a.default.as_ref())
+            {
+                Some(AttrDefault::Int(n)) => Some(*n),
+                _ => None,
+            },
+        };
+        (&arg.number_attr, length)
+    } else if !arg.type_list_attr.is_empty() {
+        let length = match given(&arg.type_list_attr) {
+            Some(AttrValue::TypeList(types)) => Some(types.len() as i64),
+            _ => match def
+                .attr(arg.type_list_attr.as_bytes())
+                .and_then(|a| a.default.as_ref())
+            {
+                Some(AttrDefault::List(n)) => Some(*n as i64),
+                _ => None,
+            },
+        };
+        (&arg.type_list_attr, length)
+    } else {
+        return Ok(1);
+    };
+    let length =
+        length.ok_or_else(|| invalid(format!("input '{}' needs attr '{attr}'", arg.name)))?;
+    usize::try_from(length).map_err(|_| {
+        invalid(format!(
+            "attr '{attr}' is {length}, below 0 (the length of input '{}')",
+            arg.name
+        ))
+    })
+}
+
+fn quoted(names: &[&str]) -> String {
+    names
+        .iter()
+        .map(|n| format!("'{n}'"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A given attr against its definition's minimum and allowed values.
+fn check_value(def: &AttrDef, value: &AttrValue) -> Result<()> {
+    let name = &def.name;
+    if let Some(min) = def.minimum {
+        let (actual, what) = match value {
+            AttrValue::Int(v) => (*v, "is"),
+            _ => match list_length(value) {
+                Some(len) => (len as i64, "has length"),
+                None => (min, ""),
+            },
+        };
+        if actual < min {
+            return Err(invalid(format!(
+                "attr '{name}' {what} {actual}, below its minimum {min}"
+            )));
+        }
+    }
+    if !def.allowed_strings.is_empty() {
+        let strings: &[Vec<u8>] = match value {
+            AttrValue::String(s) => std::slice::from_ref(s),
+            AttrValue::StringList(list) => list,
+            _ => &[],
+        };
+        if let Some(bad) = strings.iter().find(|s| !def.allowed_strings.contains(s)) {
+            let allowed: Vec<String> = def
+                .allowed_strings
+                .iter()
+                .map(|s| String::from_utf8_lossy(s).into_owned())
+                .collect();
+            return Err(invalid(format!(
+                "attr '{name}' is '{}', not one of {}",
+                String::from_utf8_lossy(bad),
+                allowed.join(", ")
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn list_length(value: &AttrValue) -> Option<usize> {
+    Some(match value {
+        AttrValue::StringList(v) => v.len(),
+        AttrValue::IntList(v) => v.len(),
+        AttrValue::FloatList(v) => v.len(),
+        AttrValue::BoolList(v) => v.len(),
+        AttrValue::TypeList(v) => v.len(),
+        AttrValue::ShapeList(v) => v.len(),
+        _ => return None,
+    })
+}
+
+fn check_rule<'a>(rule: &KernelRule, given: &impl Fn(&str) -> Option<&'a AttrValue>) -> Result<()> {
+    match *rule {
+        ListLength { attr, len } => match given(attr).and_then(list_length) {
+            Some(actual) if actual != len => Err(invalid(format!(
+                "attr '{attr}' must have {len} items, given {actual}"
+            ))),
+            _ => Ok(()),
+        },
+        AtLeast { attr, min } => match given(attr) {
+            Some(AttrValue::Int(v)) if *v < min => Err(invalid(format!(
+                "attr '{attr}' must be at least {min}, given {v}"
+            ))),
+            _ => Ok(()),
+        },
+        InputRank { .. } => Ok(()),
+    }
+}
