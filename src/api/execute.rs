@@ -87,14 +87,25 @@ fn run<'h>(
         };
         signature
             .check_count(inputs.len())
+            .and_then(|()| signature.check_room(call.room as usize))
             .map_err(|e| e.context(label))?;
         attrs::apply(op, owned, status).map_err(|e| e.context(label))?;
+        let mut shapes = signature.wants_shape_function().then(Vec::new);
         for (i, input) in inputs.enumerate() {
             let handle = input.map_err(|e| e.context(&format!("{label} input {i}")))?;
             signature
                 .check_input(i, handle, status)
                 .map_err(|e| e.context(label))?;
+            if let Some(shapes) = &mut shapes {
+                let mut dims = Vec::new();
+                handle.dims_into(&mut dims, status)?;
+                shapes.push(dims);
+            }
             op.add_input(handle, status).map_err(|e| e.context(label))?;
+        }
+        if let Some(shapes) = shapes {
+            op.check_shapes(&shapes, status)
+                .map_err(|e| e.context(label))?;
         }
         let _blocked = AsyncSignalsBlocked::when(call.uses_generated_gemm);
         op.execute(outputs, call.room as usize, status)

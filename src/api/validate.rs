@@ -8,37 +8,44 @@ use std::rc::Rc;
 
 use crate::error::{Error, Result};
 use crate::tf::handle::TensorHandle;
-use crate::tf::op_def::{AttrDef, AttrDefault, OpDef};
+use crate::tf::op_def::{ArgDef, AttrDef, AttrDefault, OpDef};
 use crate::tf::status::Status;
 
 use super::attrs::{AttrValue, OwnedAttr};
 
-/// Ops that end the process or block it for good: a call returns only when another op, which
-/// cannot run while this call waits, supplies data.
+const STAGED: &str = "blocks until another op stages data";
+const WORD2VEC: &str = "was taken out of TF's ops (GraphDef version 19) and crashes on some inputs";
+const RECEIVED: &str = "blocks until a matching send, which eager calls never make";
+
+/// Ops that end the process, crash it, or block it for good: a call returns only when another
+/// op, which cannot run while this call waits, supplies data.
 const REFUSED: &[(&str, &str)] = &[
     ("Abort", "ends the process"),
-    ("Unstage", "blocks until another op stages data"),
-    ("StagePeek", "blocks until another op stages data"),
-    ("MapPeek", "blocks until another op stages data"),
-    ("MapUnstage", "blocks until another op stages data"),
-    ("MapUnstageNoKey", "blocks until another op stages data"),
-    ("OrderedMapPeek", "blocks until another op stages data"),
-    ("OrderedMapUnstage", "blocks until another op stages data"),
     (
-        "OrderedMapUnstageNoKey",
-        "blocks until another op stages data",
+        "DumpTensor",
+        "belongs to TF's debugger and crashes without it",
     ),
+    ("Skipgram", WORD2VEC),
+    ("NegTrain", WORD2VEC),
     (
-        "_Recv",
-        "blocks until a matching send, which eager calls never make",
+        "RecordInput",
+        "blocks until files matching its pattern yield records",
     ),
-    (
-        "_HostRecv",
-        "blocks until a matching send, which eager calls never make",
-    ),
+    ("Unstage", STAGED),
+    ("StagePeek", STAGED),
+    ("MapPeek", STAGED),
+    ("MapUnstage", STAGED),
+    ("MapUnstageNoKey", STAGED),
+    ("OrderedMapPeek", STAGED),
+    ("OrderedMapUnstage", STAGED),
+    ("OrderedMapUnstageNoKey", STAGED),
+    ("_Recv", RECEIVED),
+    ("_HostRecv", RECEIVED),
 ];
 
-/// What TF's kernels CHECK (and abort on) but the op definitions cannot say.
+/// What TF's kernels CHECK (and abort on) but the op definitions cannot say. Rules that read
+/// inputs cost per call, so hot ops get the cheap ones (ranks) and only ops rarely called run
+/// TF's shape function.
 enum KernelRule {
     /// List attr `attr`, when given, has `len` items.
     ListLength { attr: &'static str, len: usize },
@@ -46,20 +53,14 @@ enum KernelRule {
     AtLeast { attr: &'static str, min: i64 },
     /// Input `index` has rank `rank`.
     InputRank { index: usize, rank: i32 },
+    /// The values of integer input `index` are all above 0.
+    PositiveValues { index: usize },
+    /// The op's shape function (TF's own rank and dim checks) accepts the inputs' shapes.
+    ShapeFunction,
 }
 
 use KernelRule::*;
 
-const STRIDES_4: &[KernelRule] = &[
-    ListLength {
-        attr: "strides",
-        len: 4,
-    },
-    ListLength {
-        attr: "dilations",
-        len: 4,
-    },
-];
 const STRIDES_5: &[KernelRule] = &[
     ListLength {
         attr: "strides",
@@ -70,11 +71,25 @@ const STRIDES_5: &[KernelRule] = &[
         len: 5,
     },
 ];
-/// `axis` is -1 (the whole tensor) or a dimension; TF checks only its upper bound.
-const AXIS: &[KernelRule] = &[AtLeast {
-    attr: "axis",
-    min: -1,
-}];
+/// 2-D convolutions and their backprops: the list attrs, and the rank-4 tensor inputs.
+macro_rules! conv2d {
+    ($($rank4:literal),*) => {
+        &[
+            ListLength { attr: "strides", len: 4 },
+            ListLength { attr: "dilations", len: 4 },
+            $(InputRank { index: $rank4, rank: 4 },)*
+        ]
+    };
+}
+/// `axis` is -1 (the whole tensor) or a dimension (TF checks only its upper bound), and the
+/// kernels CHECK the sizes of the range inputs that the shape function checks.
+const QUANTIZE_AXIS: &[KernelRule] = &[
+    AtLeast {
+        attr: "axis",
+        min: -1,
+    },
+    ShapeFunction,
+];
 /// Block LSTM cells: x, cs_prev, h_prev, w are matrices; the peephole weights and bias vectors.
 const LSTM_CELL: &[KernelRule] = &[
     InputRank { index: 0, rank: 2 },
@@ -86,28 +101,97 @@ const LSTM_CELL: &[KernelRule] = &[
     InputRank { index: 6, rank: 1 },
     InputRank { index: 7, rank: 1 },
 ];
+/// The FFT length of real FFTs (input 1): a zero length fails an assertion in the FFT library.
+const FFT_LENGTH: &[KernelRule] = &[PositiveValues { index: 1 }];
+const SHAPE_FUNCTION: &[KernelRule] = &[ShapeFunction];
+const FUSED_CONV2D: &[KernelRule] = &[
+    ListLength {
+        attr: "strides",
+        len: 4,
+    },
+    ShapeFunction,
+];
 
 const KERNEL_RULES: &[(&str, &[KernelRule])] = &[
-    ("Conv2DBackpropFilter", STRIDES_4),
-    ("Conv2DBackpropFilterV2", STRIDES_4),
-    ("Conv2DBackpropInput", STRIDES_4),
-    ("Conv2DBackpropInputV2", STRIDES_4),
-    ("DepthwiseConv2dNativeBackpropFilter", STRIDES_4),
-    ("DepthwiseConv2dNativeBackpropInput", STRIDES_4),
+    (
+        "Conv2D",
+        &[
+            ListLength {
+                attr: "strides",
+                len: 4,
+            },
+            ListLength {
+                attr: "dilations",
+                len: 4,
+            },
+            InputRank { index: 0, rank: 4 },
+            InputRank { index: 1, rank: 4 },
+        ],
+    ),
+    ("Conv2DBackpropFilter", conv2d!(0, 2)),
+    ("Conv2DBackpropFilterV2", conv2d!(0, 1, 2)),
+    ("Conv2DBackpropInput", conv2d!(1, 2)),
+    ("Conv2DBackpropInputV2", conv2d!(0, 1, 2)),
+    ("DepthwiseConv2dNativeBackpropFilter", conv2d!(0, 2)),
+    ("DepthwiseConv2dNativeBackpropInput", conv2d!(1, 2)),
     ("Conv3DBackpropFilterV2", STRIDES_5),
     ("Conv3DBackpropInputV2", STRIDES_5),
-    ("QuantizeAndDequantizeV2", AXIS),
-    ("QuantizeAndDequantizeV3", AXIS),
-    ("QuantizeAndDequantizeV4", AXIS),
-    ("QuantizeAndDequantizeV4Grad", AXIS),
+    ("QuantizeAndDequantizeV2", QUANTIZE_AXIS),
+    ("QuantizeAndDequantizeV3", QUANTIZE_AXIS),
+    ("QuantizeAndDequantizeV4", QUANTIZE_AXIS),
+    ("QuantizeAndDequantizeV4Grad", QUANTIZE_AXIS),
+    (
+        "CustomAggregator",
+        &[AtLeast {
+            attr: "num_bins",
+            min: 0,
+        }],
+    ),
+    (
+        "AudioSpectrogram",
+        &[
+            AtLeast {
+                attr: "window_size",
+                min: 2,
+            },
+            AtLeast {
+                attr: "stride",
+                min: 1,
+            },
+        ],
+    ),
     ("LSTMBlockCell", LSTM_CELL),
+    ("RFFT", FFT_LENGTH),
+    ("RFFT2D", FFT_LENGTH),
+    ("RFFT3D", FFT_LENGTH),
+    ("IRFFT", FFT_LENGTH),
+    ("IRFFT2D", FFT_LENGTH),
+    ("IRFFT3D", FFT_LENGTH),
+    ("Conv", SHAPE_FUNCTION),
+    ("FusedPadConv2D", FUSED_CONV2D),
+    ("FusedResizeAndPadConv2D", FUSED_CONV2D),
+    ("LSTMBlockCellGrad", SHAPE_FUNCTION),
+    ("BlockLSTM", SHAPE_FUNCTION),
+    ("BlockLSTMV2", SHAPE_FUNCTION),
+    ("BlockLSTMGrad", SHAPE_FUNCTION),
+    ("BlockLSTMGradV2", SHAPE_FUNCTION),
+    ("GRUBlockCell", SHAPE_FUNCTION),
+    ("GRUBlockCellGrad", SHAPE_FUNCTION),
+    ("FakeQuantWithMinMaxVarsPerChannel", SHAPE_FUNCTION),
+    ("FakeQuantWithMinMaxVarsPerChannelGradient", SHAPE_FUNCTION),
+    ("TensorScatterUpdate", SHAPE_FUNCTION),
+    ("TensorScatterAdd", SHAPE_FUNCTION),
+    ("TensorScatterSub", SHAPE_FUNCTION),
+    ("TensorScatterMax", SHAPE_FUNCTION),
+    ("TensorScatterMin", SHAPE_FUNCTION),
 ];
 
 /// What a call of an op with given attrs must bring: checked once, kept by prepared ops.
 pub struct Signature {
     def: Rc<OpDef>,
     inputs: usize,
-    ranks: &'static [KernelRule],
+    outputs: usize,
+    rules: &'static [KernelRule],
 }
 
 fn invalid(message: String) -> Error {
@@ -163,20 +247,36 @@ pub fn signature(def: Rc<OpDef>, attrs: &[OwnedAttr]) -> Result<Signature> {
             quoted(&missing)
         )));
     }
-    let mut inputs = 0usize;
-    for arg in &def.inputs {
-        inputs = inputs.saturating_add(arg_length(&def, &given, arg)?);
-    }
+    let count = |args: &[ArgDef]| {
+        args.iter().try_fold(0usize, |sum, arg| {
+            Ok::<_, Error>(sum.saturating_add(arg_length(&def, &given, arg)?))
+        })
+    };
+    let inputs = count(&def.inputs)?;
+    let outputs = count(&def.outputs)?;
     Ok(Signature {
         def,
         inputs,
-        ranks: rules,
+        outputs,
+        rules,
     })
 }
 
 impl Signature {
     /// Input counts are checked before any input is added: TF reads past the op's definition
     /// when given more.
+    /// Output counts are checked before TF runs the op: TF makes room for all of an op's
+    /// outputs before it compares their count with the caller's.
+    pub fn check_room(&self, room: usize) -> Result<()> {
+        if self.outputs > room {
+            return Err(invalid(format!(
+                "makes {} outputs with these attrs, more than numOutputs {room}",
+                self.outputs
+            )));
+        }
+        Ok(())
+    }
+
     pub fn check_count(&self, given: usize) -> Result<()> {
         if given != self.inputs {
             let names: Vec<&str> = self.def.inputs.iter().map(|a| a.name.as_str()).collect();
@@ -190,9 +290,9 @@ impl Signature {
     }
 
     pub fn check_input(&self, index: usize, input: &TensorHandle, status: &Status) -> Result<()> {
-        for rule in self.ranks {
-            if let InputRank { index: i, rank } = *rule {
-                if i == index {
+        for rule in self.rules {
+            match *rule {
+                InputRank { index: i, rank } if i == index => {
                     let actual = input.rank(status)?;
                     if actual != rank {
                         return Err(invalid(format!(
@@ -200,9 +300,29 @@ impl Signature {
                         )));
                     }
                 }
+                PositiveValues { index: i } if i == index => {
+                    let values = input
+                        .dtype()
+                        .ok()
+                        .filter(|d| d.is_integer())
+                        .and_then(|dtype| {
+                            input.resolve(status).ok().and_then(|t| t.integers(dtype))
+                        });
+                    if let Some(bad) = values.iter().flatten().find(|&&v| v <= 0) {
+                        return Err(invalid(format!(
+                            "input {index} must hold values above 0, holds {bad}"
+                        )));
+                    }
+                }
+                _ => {}
             }
         }
         Ok(())
+    }
+
+    /// Whether the call must pass the op's shape function (`Op::check_shapes`).
+    pub fn wants_shape_function(&self) -> bool {
+        self.rules.iter().any(|r| matches!(r, ShapeFunction))
     }
 }
 
@@ -220,7 +340,7 @@ fn inferred_from_inputs(def: &OpDef, name: &str) -> bool {
 fn arg_length<'a>(
     def: &OpDef,
     given: &impl Fn(&str) -> Option<&'a AttrValue>,
-    arg: &crate::tf::op_def::ArgDef,
+    arg: &ArgDef,
 ) -> Result<usize> {
     let (attr, length) = if !arg.number_attr.is_empty() {
         let length = match given(&arg.number_attr) {
@@ -249,11 +369,10 @@ fn arg_length<'a>(
     } else {
         return Ok(1);
     };
-    let length =
-        length.ok_or_else(|| invalid(format!("input '{}' needs attr '{attr}'", arg.name)))?;
+    let length = length.ok_or_else(|| invalid(format!("'{}' needs attr '{attr}'", arg.name)))?;
     usize::try_from(length).map_err(|_| {
         invalid(format!(
-            "attr '{attr}' is {length}, below 0 (the length of input '{}')",
+            "attr '{attr}' is {length}, below 0 (the length of '{}')",
             arg.name
         ))
     })
@@ -332,6 +451,6 @@ fn check_rule<'a>(rule: &KernelRule, given: &impl Fn(&str) -> Option<&'a AttrVal
             ))),
             _ => Ok(()),
         },
-        InputRank { .. } => Ok(()),
+        InputRank { .. } | PositiveValues { .. } | ShapeFunction => Ok(()),
     }
 }
