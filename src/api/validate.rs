@@ -15,6 +15,7 @@ use super::attrs::{AttrValue, OwnedAttr};
 
 const STAGED: &str = "blocks until another op stages data";
 const WORD2VEC: &str = "was taken out of TF's ops (GraphDef version 19) and crashes on some inputs";
+const SCOPED: &str = "belongs to Grappler's scoped allocator, which eager calls lack, and crashes";
 const RECEIVED: &str = "blocks until a matching send, which eager calls never make";
 
 /// Ops that end the process, crash it, or block it for good: a call returns only when another
@@ -39,6 +40,9 @@ const REFUSED: &[(&str, &str)] = &[
     ("OrderedMapPeek", STAGED),
     ("OrderedMapUnstage", STAGED),
     ("OrderedMapUnstageNoKey", STAGED),
+    ("_ScopedAllocator", SCOPED),
+    ("_ScopedAllocatorConcat", SCOPED),
+    ("_ScopedAllocatorSplit", SCOPED),
     ("_Recv", RECEIVED),
     ("_HostRecv", RECEIVED),
 ];
@@ -51,8 +55,8 @@ enum KernelRule {
     ListLength { attr: &'static str, len: usize },
     /// Int attr `attr`, when given, is at least `min`.
     AtLeast { attr: &'static str, min: i64 },
-    /// Input `index` has rank `rank`.
-    InputRank { index: usize, rank: i32 },
+    /// The ranks of the first inputs, in order (`ANY_RANK` for an input left unchecked).
+    Ranks(&'static [i32]),
     /// The values of integer input `index` are all above 0.
     PositiveValues { index: usize },
     /// The op's shape function (TF's own rank and dim checks) accepts the inputs' shapes.
@@ -61,6 +65,18 @@ enum KernelRule {
 
 use KernelRule::*;
 
+const ANY_RANK: i32 = -1;
+
+/// 2-D convolutions and their backprops: the list attrs, and the ranks of the inputs.
+macro_rules! conv2d {
+    ($($rank:expr),*) => {
+        &[
+            ListLength { attr: "strides", len: 4 },
+            ListLength { attr: "dilations", len: 4 },
+            Ranks(&[$($rank),*]),
+        ]
+    };
+}
 const STRIDES_5: &[KernelRule] = &[
     ListLength {
         attr: "strides",
@@ -71,16 +87,6 @@ const STRIDES_5: &[KernelRule] = &[
         len: 5,
     },
 ];
-/// 2-D convolutions and their backprops: the list attrs, and the rank-4 tensor inputs.
-macro_rules! conv2d {
-    ($($rank4:literal),*) => {
-        &[
-            ListLength { attr: "strides", len: 4 },
-            ListLength { attr: "dilations", len: 4 },
-            $(InputRank { index: $rank4, rank: 4 },)*
-        ]
-    };
-}
 /// `axis` is -1 (the whole tensor) or a dimension (TF checks only its upper bound), and the
 /// kernels CHECK the sizes of the range inputs that the shape function checks.
 const QUANTIZE_AXIS: &[KernelRule] = &[
@@ -90,17 +96,10 @@ const QUANTIZE_AXIS: &[KernelRule] = &[
     },
     ShapeFunction,
 ];
-/// Block LSTM cells: x, cs_prev, h_prev, w are matrices; the peephole weights and bias vectors.
-const LSTM_CELL: &[KernelRule] = &[
-    InputRank { index: 0, rank: 2 },
-    InputRank { index: 1, rank: 2 },
-    InputRank { index: 2, rank: 2 },
-    InputRank { index: 3, rank: 2 },
-    InputRank { index: 4, rank: 1 },
-    InputRank { index: 5, rank: 1 },
-    InputRank { index: 6, rank: 1 },
-    InputRank { index: 7, rank: 1 },
-];
+/// Block LSTM cells read dims of x, cs_prev, h_prev, w (matrices) before checking them; the
+/// peephole weights and the bias are vectors, and the gradient's other inputs matrices.
+const LSTM_CELL: &[KernelRule] = &[Ranks(&[2, 2, 2, 2, 1, 1, 1, 1])];
+const LSTM_CELL_GRAD: &[KernelRule] = &[Ranks(&[2, 2, 2, 2, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2])];
 /// The FFT length of real FFTs (input 1): a zero length fails an assertion in the FFT library.
 const FFT_LENGTH: &[KernelRule] = &[PositiveValues { index: 1 }];
 const SHAPE_FUNCTION: &[KernelRule] = &[ShapeFunction];
@@ -113,27 +112,19 @@ const FUSED_CONV2D: &[KernelRule] = &[
 ];
 
 const KERNEL_RULES: &[(&str, &[KernelRule])] = &[
+    ("Conv2D", conv2d!(4, 4)),
+    ("Conv2DBackpropFilter", conv2d!(4, ANY_RANK, 4)),
+    ("Conv2DBackpropFilterV2", conv2d!(4, 4, 4)),
+    ("Conv2DBackpropInput", conv2d!(ANY_RANK, 4, 4)),
+    ("Conv2DBackpropInputV2", conv2d!(4, 4, 4)),
     (
-        "Conv2D",
-        &[
-            ListLength {
-                attr: "strides",
-                len: 4,
-            },
-            ListLength {
-                attr: "dilations",
-                len: 4,
-            },
-            InputRank { index: 0, rank: 4 },
-            InputRank { index: 1, rank: 4 },
-        ],
+        "DepthwiseConv2dNativeBackpropFilter",
+        conv2d!(4, ANY_RANK, 4),
     ),
-    ("Conv2DBackpropFilter", conv2d!(0, 2)),
-    ("Conv2DBackpropFilterV2", conv2d!(0, 1, 2)),
-    ("Conv2DBackpropInput", conv2d!(1, 2)),
-    ("Conv2DBackpropInputV2", conv2d!(0, 1, 2)),
-    ("DepthwiseConv2dNativeBackpropFilter", conv2d!(0, 2)),
-    ("DepthwiseConv2dNativeBackpropInput", conv2d!(1, 2)),
+    (
+        "DepthwiseConv2dNativeBackpropInput",
+        conv2d!(ANY_RANK, 4, 4),
+    ),
     ("Conv3DBackpropFilterV2", STRIDES_5),
     ("Conv3DBackpropInputV2", STRIDES_5),
     ("QuantizeAndDequantizeV2", QUANTIZE_AXIS),
@@ -161,6 +152,7 @@ const KERNEL_RULES: &[(&str, &[KernelRule])] = &[
         ],
     ),
     ("LSTMBlockCell", LSTM_CELL),
+    ("LSTMBlockCellGrad", LSTM_CELL_GRAD),
     ("RFFT", FFT_LENGTH),
     ("RFFT2D", FFT_LENGTH),
     ("RFFT3D", FFT_LENGTH),
@@ -170,7 +162,6 @@ const KERNEL_RULES: &[(&str, &[KernelRule])] = &[
     ("Conv", SHAPE_FUNCTION),
     ("FusedPadConv2D", FUSED_CONV2D),
     ("FusedResizeAndPadConv2D", FUSED_CONV2D),
-    ("LSTMBlockCellGrad", SHAPE_FUNCTION),
     ("BlockLSTM", SHAPE_FUNCTION),
     ("BlockLSTMV2", SHAPE_FUNCTION),
     ("BlockLSTMGrad", SHAPE_FUNCTION),
@@ -292,7 +283,8 @@ impl Signature {
     pub fn check_input(&self, index: usize, input: &TensorHandle, status: &Status) -> Result<()> {
         for rule in self.rules {
             match *rule {
-                InputRank { index: i, rank } if i == index => {
+                Ranks(ranks) if ranks.get(index).is_some_and(|&r| r != ANY_RANK) => {
+                    let rank = ranks[index];
                     let actual = input.rank(status)?;
                     if actual != rank {
                         return Err(invalid(format!(
@@ -451,6 +443,6 @@ fn check_rule<'a>(rule: &KernelRule, given: &impl Fn(&str) -> Option<&'a AttrVal
             ))),
             _ => Ok(()),
         },
-        InputRank { .. } | PositiveValues { .. } | ShapeFunction => Ok(()),
+        Ranks(_) | PositiveValues { .. } | ShapeFunction => Ok(()),
     }
 }
