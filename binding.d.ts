@@ -110,7 +110,7 @@ export interface OpAttrDef {
   name: string
   /** TF's spelling: `int`, `list(type)`, `string`, `shape`, ... */
   kind: string
-  /** Attrs without a default must be given (`validate` refuses a call that leaves one out). */
+  /** Attrs without a default must be given: the binding refuses a call that leaves one out. */
   hasDefault: boolean
   /** The least value of an int, the least length of a list. */
   minimum?: number

@@ -19,6 +19,11 @@ const str = (name, value) => ({ name, type: 'string', value });
 const f32 = (shape) => binding.createTensor(shape, 'float32', new Float32Array(shape.reduce((a, b) => a * b, 1)));
 const i32 = (values) => binding.createTensor([values.length], 'int32', new Int32Array(values));
 const scalarI32 = (value) => binding.createTensor([], 'int32', new Int32Array([value]));
+const f64 = (shape) => binding.createTensor(shape, 'float64', new Float64Array(shape.reduce((a, b) => a * b, 1)));
+const c64 = (shape) => binding.createTensor(shape, 'complex64', new Float32Array(2 * shape.reduce((a, b) => a * b, 1)));
+// A file where a directory belongs (DumpTensor), and a file that holds no records (RecordInput).
+const scratch = require('fs').mkdtempSync(require('path').join(require('os').tmpdir(), 'fatal-'));
+require('fs').writeFileSync(scratch + '/file', 'x');
 const prepared = (name, attrs, ids, numOutputs) => {
   const io = new Float64Array(64);
   io.set(ids);
@@ -52,6 +57,31 @@ const cases = [
     'ERR_INVALID_ARG_VALUE', /Unstage: the op blocks until another op stages data/],
   ['Unstage, prepared', `binding.prepareOp('Unstage', [{ name: 'dtypes', type: 'type', value: ['float32'] }])`,
     'ERR_INVALID_ARG_VALUE', /Unstage: the op blocks/],
+  // Found by scripts/fuzz.js.
+  ['more outputs than numOutputs (Unpack of num 2^31-1 hung)', `binding.executeOp('Unpack', [int('num', 2 ** 31 - 1)], [c64([])], 1)`,
+    'INVALID_ARGUMENT', /Unpack: makes 2147483647 outputs with these attrs, more than numOutputs 1/],
+  ['LSTMBlockCellGrad of a rank-1 h_prev (CHECK)', `binding.executeOp('LSTMBlockCellGrad', [{ name: 'use_peephole', type: 'bool', value: true }], [[0, 2], [0, 1], [0], [], [0, 3], [4, 2, 1, 4], [0, 1, 2, 2], [2], [0, 2, 3, 4], [3], [1], [1, 1, 3], [], [2, 1, 0, 1], [], [4, 1]].map(f32), 16)`,
+    'INVALID_ARGUMENT', /LSTMBlockCellGrad: input 2 must have rank 2, given rank 1/],
+  ['TensorScatterUpdate of mismatched updates (CHECK; TF\'s shape function says why)', `binding.executeOp('TensorScatterUpdate', [T('float32'), { name: 'Tindices', type: 'type', value: 'int32' }], [f32([0, 1, 1, 4]), binding.createTensor([0, 2, 2, 1], 'int32', new Int32Array(0)), f32([0])], 1)`,
+    'INVALID_ARGUMENT', /TensorScatterUpdate: Dimensions \[0,3\) of indices/],
+  ['QuantizeAndDequantizeV3 of a [1,2,1,1] input_max (CHECK)', `binding.executeOp('QuantizeAndDequantizeV3', [T('float64')], [f64([1]), f64([]), f64([1, 2, 1, 1]), scalarI32(8)], 1)`,
+    'INVALID_ARGUMENT', /QuantizeAndDequantizeV3: Shapes must be equal rank/],
+  ['IRFFT of FFT length 0 (assertion in the FFT library)', `binding.executeOp('IRFFT', [{ name: 'Treal', type: 'type', value: 'float32' }, { name: 'Tcomplex', type: 'type', value: 'complex64' }], [c64([3, 4]), i32([0])], 1)`,
+    'INVALID_ARGUMENT', /IRFFT: input 1 must hold values above 0, holds 0/],
+  ['AudioSpectrogram of window_size -1 (std::length_error)', `binding.executeOp('AudioSpectrogram', [int('window_size', -1), int('stride', 3)], [f32([2, 3])], 1)`,
+    'INVALID_ARGUMENT', /AudioSpectrogram: attr 'window_size' must be at least 2, given -1/],
+  ['Conv2D of a rank-2 input (CHECK)', `binding.executeOp('Conv2D', [T('float32'), int('strides', [1, 1, 2, 1]), str('padding', 'VALID')], [f32([1, 3]), f32([1, 1])], 1)`,
+    'INVALID_ARGUMENT', /Conv2D: input 0 must have rank 4, given rank 2/],
+  ['FakeQuantWithMinMaxVarsPerChannel of a scalar input (CHECK)', `binding.executeOp('FakeQuantWithMinMaxVarsPerChannel', [], [f32([]), f32([3]), f32([0])], 1)`,
+    'INVALID_ARGUMENT', /FakeQuantWithMinMaxVarsPerChannel: /],
+  ['CustomAggregator of num_bins -1 (CHECK)', `binding.executeOp('CustomAggregator', [str('id', 'a'), int('calibration_method', 3), int('num_bins', -1)], [f32([4, 4])], 4)`,
+    'INVALID_ARGUMENT', /CustomAggregator: attr 'num_bins' must be at least 0, given -1/],
+  ['DumpTensor into a path that is not a directory (SIGSEGV)', `binding.executeOp('DumpTensor', [str('log_dir_path', scratch + '/file'), str('file_name', 'y'), T('int64'), { name: 'enabled', type: 'bool', value: false }, str('func_name', 'f'), str('node_name', 'n')], [binding.createTensor([1], 'int64', new BigInt64Array(1))], 0)`,
+    'ERR_INVALID_ARG_VALUE', /DumpTensor: the op belongs to TF's debugger and crashes when it cannot write its dump/],
+  ['_ScopedAllocator (SIGFPE)', `binding.executeOp('_ScopedAllocator', [{ name: 'shapes', type: 'shape', value: [[1, 2, 2, 1], [4, 1, 3], [2, 2], [0, 2, 0, 3]] }, { name: 'shape', type: 'shape', value: [4] }, T('string'), str('sa_name', ''), int('id', 0), int('expected_call_count', 3)], [], 1)`,
+    'ERR_INVALID_ARG_VALUE', /_ScopedAllocator: the op belongs to Grappler's scoped allocator/],
+  ['RecordInput of a file without records, which blocks', `binding.executeOp('RecordInput', [str('file_pattern', scratch + '/file')], [], 1)`,
+    'ERR_INVALID_ARG_VALUE', /RecordInput: the op blocks/],
 ];
 
 function runAlone(source) {

@@ -7,7 +7,7 @@
 // saved under the crash folder as a JSON description and a standalone script, rerun alone in
 // a fresh process, and printed. The fuzzing then resumes after that call.
 //
-//   node scripts/fuzz.js                    short mode: seed 1, 24 batches (npm test runs it)
+//   node scripts/fuzz.js                    short mode: seed 1, 120 batches, ~1 min (npm test runs it)
 //   node scripts/fuzz.js --minutes 10       long mode: batches until the time is up
 //   options: --seed N (default 1; `random` for a fresh one), --batches N, --calls N (per batch),
 //            --out DIR (crash folder, default fuzz-crashes/), --timeout S (per batch, default 20)
@@ -207,7 +207,7 @@ function runChild(args, timeoutS, cwd) {
 }
 
 function parseArgs(argv) {
-  const opts = { seed: 1, batches: 24, calls: 150, minutes: 0, out: path.join(root, 'fuzz-crashes'), timeout: 20 };
+  const opts = { seed: 1, batches: 120, calls: 200, minutes: 0, out: path.join(root, 'fuzz-crashes'), timeout: 20 };
   for (let i = 0; i < argv.length; i += 2) {
     const key = argv[i].replace(/^--/, '');
     if (!(key in opts)) throw new Error(`unknown option ${argv[i]}`);

@@ -27,7 +27,7 @@ pub struct OpAttrDef {
     pub name: String,
     /// TF's spelling: `int`, `list(type)`, `string`, `shape`, ...
     pub kind: String,
-    /// Attrs without a default must be given (`validate` refuses a call that leaves one out).
+    /// Attrs without a default must be given: the binding refuses a call that leaves one out.
     pub has_default: bool,
     /// The least value of an int, the least length of a list.
     pub minimum: Option<f64>,

@@ -24,7 +24,7 @@ const REFUSED: &[(&str, &str)] = &[
     ("Abort", "ends the process"),
     (
         "DumpTensor",
-        "belongs to TF's debugger and crashes without it",
+        "belongs to TF's debugger and crashes when it cannot write its dump",
     ),
     ("Skipgram", WORD2VEC),
     ("NegTrain", WORD2VEC),
