@@ -57,6 +57,8 @@ enum KernelRule {
     AtLeast { attr: &'static str, min: i64 },
     /// The ranks of the first inputs, in order (`ANY_RANK` for an input left unchecked).
     Ranks(&'static [i32]),
+    /// The last inputs are scalars (after lists whose lengths the attrs decide).
+    TrailingScalars(usize),
     /// The values of integer input `index` are all above 0.
     PositiveValues { index: usize },
     /// The op's shape function (TF's own rank and dim checks) accepts the inputs' shapes.
@@ -170,6 +172,8 @@ const KERNEL_RULES: &[(&str, &[KernelRule])] = &[
     ("GRUBlockCellGrad", SHAPE_FUNCTION),
     ("FakeQuantWithMinMaxVarsPerChannel", SHAPE_FUNCTION),
     ("FakeQuantWithMinMaxVarsPerChannelGradient", SHAPE_FUNCTION),
+    ("SparseCrossV2", &[TrailingScalars(1)]),
+    ("SparseCrossHashed", &[TrailingScalars(3)]),
     ("TensorScatterUpdate", SHAPE_FUNCTION),
     ("TensorScatterAdd", SHAPE_FUNCTION),
     ("TensorScatterSub", SHAPE_FUNCTION),
@@ -192,7 +196,7 @@ fn invalid(message: String) -> Error {
     }
 }
 
-/// Refuses ops that end or block the process; the error names why.
+/// Refuses the ops of `REFUSED`; the error names why.
 fn refuse_fatal(name: &str) -> Result<()> {
     match REFUSED.iter().find(|(op, _)| *op == name) {
         Some((_, why)) => Err(Error::Invalid(format!(
@@ -202,8 +206,8 @@ fn refuse_fatal(name: &str) -> Result<()> {
     }
 }
 
-/// Checks `attrs` against `def` (ranges, allowed values, required attrs, list lengths) and
-/// works out how many inputs a call takes.
+/// Checks `attrs` against `def` (refused ops, ranges, allowed values, required attrs, the
+/// kernel's own rules) and works out how many inputs a call takes and outputs it makes.
 pub fn signature(def: Rc<OpDef>, attrs: &[OwnedAttr]) -> Result<Signature> {
     refuse_fatal(&def.name)?;
     let given = |name: &str| {
@@ -254,8 +258,6 @@ pub fn signature(def: Rc<OpDef>, attrs: &[OwnedAttr]) -> Result<Signature> {
 }
 
 impl Signature {
-    /// Input counts are checked before any input is added: TF reads past the op's definition
-    /// when given more.
     /// Output counts are checked before TF runs the op: TF makes room for all of an op's
     /// outputs before it compares their count with the caller's.
     pub fn check_room(&self, room: usize) -> Result<()> {
@@ -268,6 +270,8 @@ impl Signature {
         Ok(())
     }
 
+    /// Input counts are checked before any input is added: TF reads past the op's definition
+    /// when given more.
     pub fn check_count(&self, given: usize) -> Result<()> {
         if given != self.inputs {
             let names: Vec<&str> = self.def.inputs.iter().map(|a| a.name.as_str()).collect();
@@ -292,14 +296,20 @@ impl Signature {
                         )));
                     }
                 }
+                TrailingScalars(n) if index + n >= self.inputs => {
+                    let actual = input.rank(status)?;
+                    if actual != 0 {
+                        return Err(invalid(format!(
+                            "input {index} must be a scalar, given rank {actual}"
+                        )));
+                    }
+                }
                 PositiveValues { index: i } if i == index => {
-                    let values = input
-                        .dtype()
-                        .ok()
-                        .filter(|d| d.is_integer())
-                        .and_then(|dtype| {
-                            input.resolve(status).ok().and_then(|t| t.integers(dtype))
-                        });
+                    // Other dtypes are TF's to refuse.
+                    let values = match input.dtype() {
+                        Ok(dtype) if dtype.is_integer() => input.resolve(status)?.integers(dtype),
+                        _ => None,
+                    };
                     if let Some(bad) = values.iter().flatten().find(|&&v| v <= 0) {
                         return Err(invalid(format!(
                             "input {index} must hold values above 0, holds {bad}"
@@ -443,6 +453,6 @@ fn check_rule<'a>(rule: &KernelRule, given: &impl Fn(&str) -> Option<&'a AttrVal
             ))),
             _ => Ok(()),
         },
-        Ranks(_) | PositiveValues { .. } | ShapeFunction => Ok(()),
+        Ranks(_) | TrailingScalars(_) | PositiveValues { .. } | ShapeFunction => Ok(()),
     }
 }
