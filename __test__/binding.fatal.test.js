@@ -78,6 +78,8 @@ const cases = [
     'INVALID_ARGUMENT', /CustomAggregator: attr 'num_bins' must be at least 0, given -1/],
   ['SparseCrossHashed of a non-scalar num_buckets (CHECK)', `binding.executeOp('SparseCrossHashed', [int('N', 0), { name: 'sparse_types', type: 'type', value: [] }, { name: 'dense_types', type: 'type', value: [] }], [binding.createTensor([3, 1], 'int64', new BigInt64Array(3)), binding.createTensor([4, 0], 'bool', new Uint8Array(0)), binding.createTensor([1, 2, 2], 'int64', new BigInt64Array(4))], 3)`,
     'INVALID_ARGUMENT', /SparseCrossHashed: input 0 must be a scalar, given rank 2/],
+  ['RandomPoissonV2 of rate NaN, which never ends', `binding.executeOp('RandomPoissonV2', [{ name: 'dtype', type: 'type', value: 'float32' }], [i32([2]), binding.createTensor([1], 'float32', new Float32Array([NaN]))], 1)`,
+    'INVALID_ARGUMENT', /RandomPoissonV2: input 1 must hold no NaN/],
   ['DumpTensor into a path that is not a directory (SIGSEGV)', `binding.executeOp('DumpTensor', [str('log_dir_path', scratch + '/file'), str('file_name', 'y'), T('int64'), { name: 'enabled', type: 'bool', value: false }, str('func_name', 'f'), str('node_name', 'n')], [binding.createTensor([1], 'int64', new BigInt64Array(1))], 0)`,
     'ERR_INVALID_ARG_VALUE', /DumpTensor: the op belongs to TF's debugger and crashes when it cannot write its dump/],
   ['_ScopedAllocator (SIGFPE)', `binding.executeOp('_ScopedAllocator', [{ name: 'shapes', type: 'shape', value: [[1, 2, 2, 1], [4, 1, 3], [2, 2], [0, 2, 0, 3]] }, { name: 'shape', type: 'shape', value: [4] }, T('string'), str('sa_name', ''), int('id', 0), int('expected_call_count', 3)], [], 1)`,

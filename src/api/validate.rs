@@ -61,6 +61,8 @@ enum KernelRule {
     TrailingScalars(usize),
     /// The values of integer input `index` are all above 0.
     PositiveValues { index: usize },
+    /// Float input `index` holds no NaN.
+    NoNaN { index: usize },
     /// The op's shape function (TF's own rank and dim checks) accepts the inputs' shapes.
     ShapeFunction,
 }
@@ -104,6 +106,8 @@ const LSTM_CELL: &[KernelRule] = &[Ranks(&[2, 2, 2, 2, 1, 1, 1, 1])];
 const LSTM_CELL_GRAD: &[KernelRule] = &[Ranks(&[2, 2, 2, 2, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2])];
 /// The FFT length of real FFTs (input 1): a zero length fails an assertion in the FFT library.
 const FFT_LENGTH: &[KernelRule] = &[PositiveValues { index: 1 }];
+/// Sampling a Poisson distribution of rate NaN never ends.
+const POISSON_RATE: &[KernelRule] = &[NoNaN { index: 1 }];
 const SHAPE_FUNCTION: &[KernelRule] = &[ShapeFunction];
 const FUSED_CONV2D: &[KernelRule] = &[
     ListLength {
@@ -172,6 +176,9 @@ const KERNEL_RULES: &[(&str, &[KernelRule])] = &[
     ("GRUBlockCellGrad", SHAPE_FUNCTION),
     ("FakeQuantWithMinMaxVarsPerChannel", SHAPE_FUNCTION),
     ("FakeQuantWithMinMaxVarsPerChannelGradient", SHAPE_FUNCTION),
+    ("RandomPoisson", POISSON_RATE),
+    ("RandomPoissonV2", POISSON_RATE),
+    ("StatelessRandomPoisson", &[NoNaN { index: 2 }]),
     ("SparseCrossV2", &[TrailingScalars(1)]),
     ("SparseCrossHashed", &[TrailingScalars(3)]),
     ("TensorScatterUpdate", SHAPE_FUNCTION),
@@ -302,6 +309,16 @@ impl Signature {
                         return Err(invalid(format!(
                             "input {index} must be a scalar, given rank {actual}"
                         )));
+                    }
+                }
+                NoNaN { index: i } if i == index => {
+                    // Half-float rates are not read (`floats` is `None` for them).
+                    let values = match input.dtype() {
+                        Ok(dtype) => input.resolve(status)?.floats(dtype),
+                        Err(_) => None,
+                    };
+                    if values.iter().flatten().any(|v| v.is_nan()) {
+                        return Err(invalid(format!("input {index} must hold no NaN")));
                     }
                 }
                 PositiveValues { index: i } if i == index => {
@@ -453,6 +470,8 @@ fn check_rule<'a>(rule: &KernelRule, given: &impl Fn(&str) -> Option<&'a AttrVal
             ))),
             _ => Ok(()),
         },
-        Ranks(_) | TrailingScalars(_) | PositiveValues { .. } | ShapeFunction => Ok(()),
+        Ranks(_) | TrailingScalars(_) | PositiveValues { .. } | NoNaN { .. } | ShapeFunction => {
+            Ok(())
+        }
     }
 }
