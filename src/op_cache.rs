@@ -7,6 +7,7 @@ use std::ffi::CStr;
 use std::hash::BuildHasherDefault;
 use std::rc::Rc;
 
+use crate::api::OpChecks;
 use crate::error::Result;
 use crate::tensor_table::IdHasher;
 use crate::tf::context::Context;
@@ -18,7 +19,7 @@ use crate::tf::status::Status;
 pub struct OpCache {
     /// Keyed by op name; the names are short, so the table's cheap hasher serves well.
     idle: HashMap<Box<[u8]>, Op, BuildHasherDefault<IdHasher>>,
-    defs: HashMap<Box<[u8]>, Rc<OpDef>, BuildHasherDefault<IdHasher>>,
+    checks: HashMap<Box<[u8]>, Rc<OpChecks>, BuildHasherDefault<IdHasher>>,
 }
 
 /// An op taken from the cache for one call; `OpCache::give_back` returns it.
@@ -45,18 +46,18 @@ impl OpCache {
         }
     }
 
-    /// The definition of op `name`, read from TF on the first call.
-    pub fn def(&mut self, name: &CStr, status: &Status) -> Result<Rc<OpDef>> {
-        if let Some(def) = self.defs.get(name.to_bytes()) {
-            return Ok(def.clone());
+    /// The definition of op `name` and the checks of its calls, read from TF on the first call.
+    pub fn checks(&mut self, name: &CStr, status: &Status) -> Result<Rc<OpChecks>> {
+        if let Some(checks) = self.checks.get(name.to_bytes()) {
+            return Ok(checks.clone());
         }
-        let def = Rc::new(OpDef::lookup(name, status)?);
-        self.defs.insert(name.to_bytes().into(), def.clone());
-        Ok(def)
+        let checks = Rc::new(OpChecks::new(OpDef::lookup(name, status)?));
+        self.checks.insert(name.to_bytes().into(), checks.clone());
+        Ok(checks)
     }
 
     pub fn clear(&mut self) {
         self.idle.clear();
-        self.defs.clear();
+        self.checks.clear();
     }
 }

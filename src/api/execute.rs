@@ -78,8 +78,9 @@ fn run<'h>(
         let (owned, signature) = match call.attrs {
             Attrs::FromJs(js, value) => {
                 let owned = attrs::read(js, op, label, value, status)?;
-                let def = ops.def(name, status).map_err(|e| e.context(label))?;
-                let signature = validate::signature(def, &owned).map_err(|e| e.context(label))?;
+                let checks = ops.checks(name, status).map_err(|e| e.context(label))?;
+                let signature =
+                    validate::signature(checks, &owned).map_err(|e| e.context(label))?;
                 read_now = (owned, signature);
                 (&read_now.0[..], &read_now.1)
             }
@@ -273,9 +274,9 @@ pub fn prepare_op(env: Env, name: Unknown, attrs: Unknown) -> napi::Result<u32> 
         let read = attrs::read(js, &checked_out.op, &label, attrs.raw(), &state.status);
         state.ops.give_back(&name, checked_out, &state.status);
         let attrs = read?;
-        let def = state.ops.def(&name, &state.status);
-        let signature = def
-            .and_then(|def| validate::signature(def, &attrs))
+        let checks = state.ops.checks(&name, &state.status);
+        let signature = checks
+            .and_then(|checks| validate::signature(checks, &attrs))
             .map_err(|e| e.context(&label))?;
         state.prepared_ops.push(PreparedOp {
             signature,

@@ -11,6 +11,7 @@ mod validate;
 
 pub use attrs::{apply_to_node, settable_on_node, OwnedAttr};
 pub use execute::{run_handles, run_ids, write_outputs, PreparedOp};
+pub use validate::OpChecks;
 
 use napi::bindgen_prelude::Env;
 

@@ -61,10 +61,11 @@ pub fn op_def(env: Env, name: String) -> napi::Result<OpDefinition> {
         let state = EnvState::get(js)?;
         let c_name = std::ffi::CString::new(name.as_str())
             .map_err(|_| Error::Type("op name must not contain NUL".into()))?;
-        let def = state
+        let checks = state
             .ops
-            .def(&c_name, &state.status)
+            .checks(&c_name, &state.status)
             .map_err(|e| e.context(&name))?;
+        let def = &checks.def;
         Ok(OpDefinition {
             name: def.name.clone(),
             inputs: def.inputs.iter().map(arg).collect(),

@@ -188,12 +188,45 @@ const KERNEL_RULES: &[(&str, &[KernelRule])] = &[
     ("TensorScatterMin", SHAPE_FUNCTION),
 ];
 
+/// An op's definition with what the checks derive from it, made once per op name (the op
+/// cache keeps it), so a call does no lookups by name.
+pub struct OpChecks {
+    pub def: OpDef,
+    refused: Option<&'static str>,
+    rules: &'static [KernelRule],
+    /// Attrs without a default that TF does not infer from the inputs.
+    required: Vec<usize>,
+}
+
+impl OpChecks {
+    pub fn new(def: OpDef) -> OpChecks {
+        let refused = REFUSED
+            .iter()
+            .find(|(op, _)| *op == def.name)
+            .map(|(_, why)| *why);
+        let rules = KERNEL_RULES
+            .iter()
+            .find(|(op, _)| *op == def.name)
+            .map_or(&[][..], |(_, rules)| rules);
+        let required = (0..def.attrs.len())
+            .filter(|&i| {
+                def.attrs[i].default.is_none() && !inferred_from_inputs(&def, &def.attrs[i].name)
+            })
+            .collect();
+        OpChecks {
+            def,
+            refused,
+            rules,
+            required,
+        }
+    }
+}
+
 /// What a call of an op with given attrs must bring: checked once, kept by prepared ops.
 pub struct Signature {
-    def: Rc<OpDef>,
+    checks: Rc<OpChecks>,
     inputs: usize,
     outputs: usize,
-    rules: &'static [KernelRule],
 }
 
 fn invalid(message: String) -> Error {
@@ -203,20 +236,15 @@ fn invalid(message: String) -> Error {
     }
 }
 
-/// Refuses the ops of `REFUSED`; the error names why.
-fn refuse_fatal(name: &str) -> Result<()> {
-    match REFUSED.iter().find(|(op, _)| *op == name) {
-        Some((_, why)) => Err(Error::Invalid(format!(
-            "the op {why}, so the binding does not run it"
-        ))),
-        None => Ok(()),
-    }
-}
-
 /// Checks `attrs` against `def` (refused ops, ranges, allowed values, required attrs, the
 /// kernel's own rules) and works out how many inputs a call takes and outputs it makes.
-pub fn signature(def: Rc<OpDef>, attrs: &[OwnedAttr]) -> Result<Signature> {
-    refuse_fatal(&def.name)?;
+pub fn signature(checks: Rc<OpChecks>, attrs: &[OwnedAttr]) -> Result<Signature> {
+    if let Some(why) = checks.refused {
+        return Err(Error::Invalid(format!(
+            "the op {why}, so the binding does not run it"
+        )));
+    }
+    let def = &checks.def;
     let given = |name: &str| {
         attrs
             .iter()
@@ -229,19 +257,15 @@ pub fn signature(def: Rc<OpDef>, attrs: &[OwnedAttr]) -> Result<Signature> {
             check_value(declared, &attr.value)?;
         }
     }
-    let rules = KERNEL_RULES
-        .iter()
-        .find(|(op, _)| *op == def.name)
-        .map_or(&[][..], |(_, rules)| rules);
+    let rules = checks.rules;
     for rule in rules {
         check_rule(rule, &given)?;
     }
-    let missing: Vec<&str> = def
-        .attrs
+    let missing: Vec<&str> = checks
+        .required
         .iter()
-        .filter(|a| a.default.is_none() && !inferred_from_inputs(&def, &a.name))
-        .filter(|a| given(&a.name).is_none())
-        .map(|a| a.name.as_str())
+        .map(|&i| def.attrs[i].name.as_str())
+        .filter(|name| given(name).is_none())
         .collect();
     if !missing.is_empty() {
         return Err(invalid(format!(
@@ -251,16 +275,15 @@ pub fn signature(def: Rc<OpDef>, attrs: &[OwnedAttr]) -> Result<Signature> {
     }
     let count = |args: &[ArgDef]| {
         args.iter().try_fold(0usize, |sum, arg| {
-            Ok::<_, Error>(sum.saturating_add(arg_length(&def, &given, arg)?))
+            Ok::<_, Error>(sum.saturating_add(arg_length(def, &given, arg)?))
         })
     };
     let inputs = count(&def.inputs)?;
     let outputs = count(&def.outputs)?;
     Ok(Signature {
-        def,
+        checks,
         inputs,
         outputs,
-        rules,
     })
 }
 
@@ -281,7 +304,13 @@ impl Signature {
     /// when given more.
     pub fn check_count(&self, given: usize) -> Result<()> {
         if given != self.inputs {
-            let names: Vec<&str> = self.def.inputs.iter().map(|a| a.name.as_str()).collect();
+            let names: Vec<&str> = self
+                .checks
+                .def
+                .inputs
+                .iter()
+                .map(|a| a.name.as_str())
+                .collect();
             return Err(invalid(format!(
                 "takes {} inputs with these attrs (its inputs: {}), given {given}",
                 self.inputs,
@@ -292,7 +321,7 @@ impl Signature {
     }
 
     pub fn check_input(&self, index: usize, input: &TensorHandle, status: &Status) -> Result<()> {
-        for rule in self.rules {
+        for rule in self.checks.rules {
             match *rule {
                 Ranks(ranks) if ranks.get(index).is_some_and(|&r| r != ANY_RANK) => {
                     let rank = ranks[index];
@@ -341,7 +370,7 @@ impl Signature {
 
     /// Whether the call must pass the op's shape function (`Op::check_shapes`).
     pub fn wants_shape_function(&self) -> bool {
-        self.rules.iter().any(|r| matches!(r, ShapeFunction))
+        self.checks.rules.iter().any(|r| matches!(r, ShapeFunction))
     }
 }
 
