@@ -93,7 +93,7 @@ function runAlone(source) {
 try { ${source}; console.log(JSON.stringify({ returned: true })); }
 catch (err) { console.log(JSON.stringify({ error: err.constructor.name, code: err.code, message: err.message })); }`;
   return new Promise((resolve) => {
-    execFile(process.execPath, ['-e', script], { timeout: 30000, killSignal: 'SIGKILL', env: { ...process.env, TF_CPP_MIN_LOG_LEVEL: '3' } },
+    execFile(process.execPath, ['-e', script], { cwd: require('os').tmpdir(), timeout: 30000, killSignal: 'SIGKILL', env: { ...process.env, TF_CPP_MIN_LOG_LEVEL: '3' } },
       (error, stdout, stderr) => resolve({ error, stdout, stderr }));
   });
 }
