@@ -131,6 +131,17 @@ const KERNEL_RULES: &[(&str, &[KernelRule])] = &[
         "DepthwiseConv2dNativeBackpropInput",
         conv2d!(ANY_RANK, 4, 4),
     ),
+    (
+        "Conv3D",
+        &[
+            ListLength {
+                attr: "strides",
+                len: 5,
+            },
+            Ranks(&[5, 5]),
+        ],
+    ),
+    ("ScatterNd", SHAPE_FUNCTION),
     ("Conv3DBackpropFilterV2", STRIDES_5),
     ("Conv3DBackpropInputV2", STRIDES_5),
     ("QuantizeAndDequantizeV2", QUANTIZE_AXIS),
