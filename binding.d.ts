@@ -101,6 +101,44 @@ export declare function isUsingGpuDevice(): boolean
  */
 export declare function loadSavedModel(exportDir: unknown, tags: unknown): number
 
+/** An input or output of an op. */
+export interface OpArgDef {
+  name: string
+  /** A fixed dtype; otherwise `typeAttr` or `typeListAttr` names the attr that decides it. */
+  dtype?: string
+  typeAttr?: string
+  /** The int attr holding the length of a list input of one dtype. */
+  numberAttr?: string
+  /** The list(type) attr holding one dtype per list element. */
+  typeListAttr?: string
+}
+
+export interface OpAttrDef {
+  name: string
+  /** TF's spelling: `int`, `list(type)`, `string`, `shape`, ... */
+  kind: string
+  /** Attrs without a default must be given: the binding refuses a call that leaves one out. */
+  hasDefault: boolean
+  /** The least value of an int, the least length of a list. */
+  minimum?: number
+  /** Allowed strings, or allowed dtype names. */
+  allowedValues?: Array<string>
+}
+
+/** The definition of op `name` (a `NOT_FOUND` error for an unknown op). */
+export declare function opDef(name: string): OpDefinition
+
+export interface OpDefinition {
+  name: string
+  inputs: Array<OpArgDef>
+  outputs: Array<OpArgDef>
+  attrs: Array<OpAttrDef>
+  isStateful: boolean
+}
+
+/** Names of every op registered with TF (its own and this package's). */
+export declare function opNames(): Array<string>
+
 /** Reads and checks `attrs` for op `name` once; returns a handle for `runPreparedOp`. */
 export declare function prepareOp(name: string, attrs: OpAttr[] | null | undefined): number
 

@@ -40,6 +40,11 @@ const steps = [
     when: () => testFiles().length > 0,
   },
   {
+    name: 'fuzzing the binding (scripts/fuzz.js, fixed seed)',
+    args: () => [path.join('scripts', 'fuzz.js')],
+    when: () => process.argv.length <= 2,
+  },
+  {
     name: 'conformance',
     args: () => [path.join('__test__', 'conformance', 'run.js')],
     when: () => process.argv.length <= 2 && fs.existsSync(path.join(testDir, 'conformance', 'run.js')),

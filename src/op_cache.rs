@@ -1,20 +1,25 @@
 //! Op objects kept between calls: `TFE_OpReset` on a used op skips the allocation and setup
-//! that `TFE_NewOp` does on every call.
+//! that `TFE_NewOp` does on every call. Op definitions, which every call is checked against, are
+//! read from TF once per op name.
 
 use std::collections::HashMap;
 use std::ffi::CStr;
 use std::hash::BuildHasherDefault;
+use std::rc::Rc;
 
+use crate::api::OpChecks;
 use crate::error::Result;
 use crate::tensor_table::IdHasher;
 use crate::tf::context::Context;
 use crate::tf::op::Op;
+use crate::tf::op_def::OpDef;
 use crate::tf::status::Status;
 
 #[derive(Default)]
 pub struct OpCache {
     /// Keyed by op name; the names are short, so the table's cheap hasher serves well.
     idle: HashMap<Box<[u8]>, Op, BuildHasherDefault<IdHasher>>,
+    checks: HashMap<Box<[u8]>, Rc<OpChecks>, BuildHasherDefault<IdHasher>>,
 }
 
 /// An op taken from the cache for one call; `OpCache::give_back` returns it.
@@ -41,7 +46,18 @@ impl OpCache {
         }
     }
 
+    /// The definition of op `name` and the checks of its calls, read from TF on the first call.
+    pub fn checks(&mut self, name: &CStr, status: &Status) -> Result<Rc<OpChecks>> {
+        if let Some(checks) = self.checks.get(name.to_bytes()) {
+            return Ok(checks.clone());
+        }
+        let checks = Rc::new(OpChecks::new(OpDef::lookup(name, status)?));
+        self.checks.insert(name.to_bytes().into(), checks.clone());
+        Ok(checks)
+    }
+
     pub fn clear(&mut self) {
         self.idle.clear();
+        self.checks.clear();
     }
 }

@@ -10,6 +10,7 @@ use napi::JsValue;
 use super::args;
 use super::attrs::{self, OwnedAttr};
 use super::js_call;
+use super::validate::{self, Signature};
 use crate::env_state::EnvState;
 use crate::error::{Error, Result};
 use crate::js::{Js, Value};
@@ -28,6 +29,8 @@ const MAX_OUTPUTS: i64 = 4096;
 pub struct PreparedOp {
     pub(crate) name: CString,
     pub(crate) attrs: Vec<OwnedAttr>,
+    /// The inputs a call must bring, checked against the op's definition once.
+    signature: Signature,
     uses_generated_gemm: bool,
     /// How the op's inputs group into graph arguments; `None`: it is never deferred.
     pub(crate) deferrable: Option<InputLayout>,
@@ -36,7 +39,7 @@ pub struct PreparedOp {
 /// Where a call's attributes come from.
 enum Attrs<'a> {
     FromJs(Js, Value),
-    Prepared(&'a [OwnedAttr]),
+    Prepared(&'a [OwnedAttr], &'a Signature),
 }
 
 /// One op call: what to run, and room for how many outputs.
@@ -48,14 +51,15 @@ struct Call<'a> {
     room: i64,
 }
 
-/// Runs `call` on `inputs`, appending its outputs to `outputs`.
+/// Runs `call` on `inputs`, appending its outputs to `outputs`. Attrs and inputs are checked
+/// against the op's definition before TF sees them.
 fn run<'h>(
     ops: &mut OpCache,
     context: &Context,
     status: &Status,
     outputs: &mut Vec<TensorHandle>,
     call: Call,
-    inputs: impl Iterator<Item = Result<&'h TensorHandle>>,
+    inputs: impl ExactSizeIterator<Item = Result<&'h TensorHandle>>,
 ) -> Result<()> {
     let name = call.name;
     let label = name.to_str().unwrap_or("op");
@@ -70,16 +74,39 @@ fn run<'h>(
         .map_err(|e| e.context(label))?;
     let op = &mut checked_out.op;
     let ran = (|| {
-        match call.attrs {
+        let read_now;
+        let (owned, signature) = match call.attrs {
             Attrs::FromJs(js, value) => {
-                attrs::apply(op, &attrs::read(js, op, label, value, status)?, status)
+                let owned = attrs::read(js, op, label, value, status)?;
+                let checks = ops.checks(name, status).map_err(|e| e.context(label))?;
+                let signature =
+                    validate::signature(checks, &owned).map_err(|e| e.context(label))?;
+                read_now = (owned, signature);
+                (&read_now.0[..], &read_now.1)
             }
-            Attrs::Prepared(owned) => attrs::apply(op, owned, status),
-        }
-        .map_err(|e| e.context(label))?;
+            Attrs::Prepared(owned, signature) => (owned, signature),
+        };
+        signature
+            .check_count(inputs.len())
+            .and_then(|()| signature.check_room(call.room as usize))
+            .map_err(|e| e.context(label))?;
+        attrs::apply(op, owned, status).map_err(|e| e.context(label))?;
+        let mut shapes = signature.wants_shape_function().then(Vec::new);
         for (i, input) in inputs.enumerate() {
             let handle = input.map_err(|e| e.context(&format!("{label} input {i}")))?;
+            signature
+                .check_input(i, handle, status)
+                .map_err(|e| e.context(label))?;
+            if let Some(shapes) = &mut shapes {
+                let mut dims = Vec::new();
+                handle.dims_into(&mut dims, status)?;
+                shapes.push(dims);
+            }
             op.add_input(handle, status).map_err(|e| e.context(label))?;
+        }
+        if let Some(shapes) = shapes {
+            op.check_shapes(&shapes, status)
+                .map_err(|e| e.context(label))?;
         }
         let _blocked = AsyncSignalsBlocked::when(call.uses_generated_gemm);
         op.execute(outputs, call.room as usize, status)
@@ -114,7 +141,7 @@ pub fn run_handles<'h>(
     status: &Status,
     outputs: &mut Vec<TensorHandle>,
     prepared: &PreparedOp,
-    inputs: impl Iterator<Item = Result<&'h TensorHandle>>,
+    inputs: impl ExactSizeIterator<Item = Result<&'h TensorHandle>>,
     room: i64,
 ) -> Result<()> {
     run(ops, context, status, outputs, prepared.call(room), inputs)
@@ -125,7 +152,7 @@ impl PreparedOp {
         Call {
             name: &self.name,
             uses_generated_gemm: self.uses_generated_gemm,
-            attrs: Attrs::Prepared(&self.attrs),
+            attrs: Attrs::Prepared(&self.attrs, &self.signature),
             room,
         }
     }
@@ -247,7 +274,12 @@ pub fn prepare_op(env: Env, name: Unknown, attrs: Unknown) -> napi::Result<u32> 
         let read = attrs::read(js, &checked_out.op, &label, attrs.raw(), &state.status);
         state.ops.give_back(&name, checked_out, &state.status);
         let attrs = read?;
+        let checks = state.ops.checks(&name, &state.status);
+        let signature = checks
+            .and_then(|checks| validate::signature(checks, &attrs))
+            .map_err(|e| e.context(&label))?;
         state.prepared_ops.push(PreparedOp {
+            signature,
             uses_generated_gemm: signals::uses_generated_gemm(name.to_bytes()),
             deferrable: trace::deferrable(&name, &attrs),
             name,

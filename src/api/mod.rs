@@ -4,11 +4,14 @@ mod args;
 mod attrs;
 mod execute;
 mod info;
+mod op_defs;
 mod saved_model;
 mod tensors;
+mod validate;
 
 pub use attrs::{apply_to_node, settable_on_node, OwnedAttr};
 pub use execute::{run_handles, run_ids, write_outputs, PreparedOp};
+pub use validate::OpChecks;
 
 use napi::bindgen_prelude::Env;
 

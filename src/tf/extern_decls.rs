@@ -16,6 +16,27 @@ extern "C" {
         status: *mut sys::TF_Status,
     );
 
+    /// Runs op's shape function on `input_shapes` (c/c_api_experimental.h); the op's attrs are
+    /// used, its inputs are not.
+    pub fn TFE_InferShapes(
+        op: *mut sys::TFE_Op,
+        input_shapes: *mut TF_ShapeAndTypeList,
+        input_tensors: *mut *mut sys::TF_Tensor,
+        input_tensor_as_shapes: *mut TF_ShapeAndTypeList,
+        input_resource_shapes_and_types: *mut *mut TF_ShapeAndTypeList,
+        output_shapes: *mut *mut TF_ShapeAndTypeList,
+        output_resource_shapes_and_types: *mut *mut *mut TF_ShapeAndTypeList,
+        status: *mut sys::TF_Status,
+    );
+    pub fn TF_NewShapeAndTypeList(num_shapes: c_int) -> *mut TF_ShapeAndTypeList;
+    pub fn TF_ShapeAndTypeListSetShape(
+        list: *mut TF_ShapeAndTypeList,
+        index: c_int,
+        dims: *const i64,
+        num_dims: c_int,
+    );
+    pub fn TF_DeleteShapeAndTypeList(list: *mut TF_ShapeAndTypeList);
+
     /// Declared with `int` instead of the `TF_DataType` enum: TF returns dtypes (float8, int4)
     /// that the Rust enum lacks, and reading those into it would be undefined behaviour.
     #[link_name = "TFE_TensorHandleDataType"]
@@ -33,6 +54,9 @@ macro_rules! opaque {
         )*
     };
 }
+
+// Shape lists for `TFE_InferShapes`.
+opaque!(TF_ShapeAndTypeList);
 
 // Custom ops and CPU kernels (c/ops.h, c/kernels.h), which `tensorflow-sys` does not bind.
 opaque!(

@@ -52,6 +52,13 @@ impl TensorHandle {
         index_of_tf_code(code).ok_or(code)
     }
 
+    pub fn rank(&self, status: &Status) -> Result<i32> {
+        // SAFETY: the handle is live; the call only reads it.
+        let rank = unsafe { sys::TFE_TensorHandleNumDims(self.raw(), status.raw()) };
+        status.check()?;
+        Ok(rank)
+    }
+
     /// Appends the handle's dims to `dims`.
     pub fn dims_into(&self, dims: &mut Vec<i64>, status: &Status) -> Result<()> {
         // SAFETY: the handle is live; indices stay below the rank TF reported.

@@ -8,6 +8,7 @@ mod extern_decls;
 pub mod graph;
 pub mod handle;
 pub mod op;
+pub mod op_def;
 pub mod session;
 pub mod signals;
 pub mod status;

@@ -7,7 +7,10 @@ use std::ptr::NonNull;
 use tensorflow_sys as sys;
 
 use super::context::Context;
-use super::extern_decls::TFE_OpReset;
+use super::extern_decls::{
+    TFE_InferShapes, TFE_OpReset, TF_DeleteShapeAndTypeList, TF_NewShapeAndTypeList,
+    TF_ShapeAndTypeListSetShape,
+};
 use super::handle::TensorHandle;
 use super::status::Status;
 use crate::error::{Error, Result};
@@ -195,6 +198,35 @@ impl Op {
                 status.raw(),
             )
         };
+        status.check()
+    }
+
+    /// Runs the op's shape function (TF's own checks of ranks and dims, which some kernels
+    /// CHECK instead of failing) on the shapes of inputs, with the attrs set so far.
+    pub fn check_shapes(&self, input_dims: &[Vec<i64>], status: &Status) -> Result<()> {
+        // SAFETY: the list has input_dims.len() slots, each set from a live slice that TF copies;
+        // the output list TF makes is deleted here; the other optional arguments are null.
+        unsafe {
+            let shapes = TF_NewShapeAndTypeList(input_dims.len() as i32);
+            for (i, dims) in input_dims.iter().enumerate() {
+                TF_ShapeAndTypeListSetShape(shapes, i as i32, dims.as_ptr(), dims.len() as i32);
+            }
+            let mut outputs = std::ptr::null_mut();
+            TFE_InferShapes(
+                self.raw(),
+                shapes,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                &mut outputs,
+                std::ptr::null_mut(),
+                status.raw(),
+            );
+            TF_DeleteShapeAndTypeList(shapes);
+            if !outputs.is_null() {
+                TF_DeleteShapeAndTypeList(outputs);
+            }
+        }
         status.check()
     }
 

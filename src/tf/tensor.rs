@@ -240,6 +240,31 @@ impl Tensor {
         }
     }
 
+    /// The elements of a float32 or float64 tensor, widened; `None` for other dtypes.
+    pub fn floats(&self, dtype: DType) -> Option<Vec<f64>> {
+        let (data, len) = self.bytes();
+        if len == 0 {
+            return Some(Vec::new());
+        }
+        // SAFETY: the buffer holds `len` initialized bytes and lives as long as self.
+        let bytes = unsafe { std::slice::from_raw_parts(data, len) };
+        match dtype.tf {
+            sys::TF_FLOAT => Some(
+                bytes
+                    .chunks_exact(4)
+                    .map(|c| f32::from_ne_bytes([c[0], c[1], c[2], c[3]]) as f64)
+                    .collect(),
+            ),
+            sys::TF_DOUBLE => Some(
+                bytes
+                    .chunks_exact(8)
+                    .map(|c| f64::from_ne_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
+                    .collect(),
+            ),
+            _ => None,
+        }
+    }
+
     /// The items of a `TF_STRING` tensor, borrowed from it.
     pub fn string_items(&self) -> Vec<&[u8]> {
         let (data, len) = self.bytes();
