@@ -4,12 +4,12 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const binding = require('../binding.js');
 
-const T = (dtype) => ({ name: 'T', type: 'type', value: dtype });
+const T = (dtype) => ({name: 'T', type: 'type', value: dtype});
 const f32 = (values) => binding.createTensor([values.length], 'float32', new Float32Array(values));
 
 function detachedArray() {
   const array = new Float32Array(4);
-  structuredClone(array.buffer, { transfer: [array.buffer] });
+  structuredClone(array.buffer, {transfer: [array.buffer]});
   return array;
 }
 
@@ -42,32 +42,32 @@ const cases = [
   ['negative tensor id', () => binding.deleteTensor(-3), RangeError, 'ERR_OUT_OF_RANGE', /must be a tensor id/],
   ['unknown op', () => binding.executeOp('NoSuchOp', [], [], 1), Error, 'NOT_FOUND', /NoSuchOp: .*NoSuchOp/],
   ['op name not a string', () => binding.executeOp(42, [], [], 1), TypeError, 'ERR_INVALID_ARG_TYPE', /op name must be a string/],
-  ['attr of the wrong type', () => binding.executeOp('AddV2', [{ name: 'T', type: 'int', value: 1 }], [f32([1]), f32([1])], 1), TypeError, 'ERR_INVALID_ARG_TYPE', /AddV2 attr 'T' is declared as type, given int/],
-  ['attr that the op lacks', () => binding.executeOp('AddV2', [{ name: 'bogus', type: 'int', value: 1 }], [f32([1]), f32([1])], 1), Error, 'INVALID_ARGUMENT', /AddV2: .*bogus/],
-  ['unknown attr type name', () => binding.executeOp('AddV2', [{ name: 'T', type: 'tensor', value: 1 }], [], 1), TypeError, 'ERR_INVALID_ARG_TYPE', /not one of string, int, float, bool, type, shape/],
-  ['list given for a scalar attr', () => binding.executeOp('LeakyRelu', [T('float32'), { name: 'alpha', type: 'float', value: [1, 2] }], [f32([1])], 1), TypeError, 'ERR_INVALID_ARG_TYPE', /takes one float, given an array/],
-  ['scalar given for a list attr', () => binding.executeOp('Conv2D', [T('float32'), { name: 'strides', type: 'int', value: 1 }], [], 1), TypeError, 'ERR_INVALID_ARG_TYPE', /'strides' must be an array/],
-  ['attr value of the wrong JS type', () => binding.executeOp('MatMul', [T('float32'), { name: 'transpose_a', type: 'bool', value: 'yes' }], [], 1), TypeError, 'ERR_INVALID_ARG_TYPE', /transpose_a' must be a boolean, got string/],
+  ['attr of the wrong type', () => binding.executeOp('AddV2', [{name: 'T', type: 'int', value: 1}], [f32([1]), f32([1])], 1), TypeError, 'ERR_INVALID_ARG_TYPE', /AddV2 attr 'T' is declared as type, given int/],
+  ['attr that the op lacks', () => binding.executeOp('AddV2', [{name: 'bogus', type: 'int', value: 1}], [f32([1]), f32([1])], 1), Error, 'INVALID_ARGUMENT', /AddV2: .*bogus/],
+  ['unknown attr type name', () => binding.executeOp('AddV2', [{name: 'T', type: 'tensor', value: 1}], [], 1), TypeError, 'ERR_INVALID_ARG_TYPE', /not one of string, int, float, bool, type, shape/],
+  ['list given for a scalar attr', () => binding.executeOp('LeakyRelu', [T('float32'), {name: 'alpha', type: 'float', value: [1, 2]}], [f32([1])], 1), TypeError, 'ERR_INVALID_ARG_TYPE', /takes one float, given an array/],
+  ['scalar given for a list attr', () => binding.executeOp('Conv2D', [T('float32'), {name: 'strides', type: 'int', value: 1}], [], 1), TypeError, 'ERR_INVALID_ARG_TYPE', /'strides' must be an array/],
+  ['attr value of the wrong JS type', () => binding.executeOp('MatMul', [T('float32'), {name: 'transpose_a', type: 'bool', value: 'yes'}], [], 1), TypeError, 'ERR_INVALID_ARG_TYPE', /transpose_a' must be a boolean, got string/],
   ['type attr with an unknown dtype', () => binding.executeOp('AddV2', [T('float99')], [], 1), TypeError, 'ERR_INVALID_ARG_TYPE', /unknown dtype 'float99'/],
-  ['shape attr with a dim below -1', () => binding.executeOp('EnsureShape', [T('float32'), { name: 'shape', type: 'shape', value: [-2] }], [f32([1])], 1), RangeError, 'ERR_OUT_OF_RANGE', /must be >= -1/],
-  ['attrs not an array', () => binding.executeOp('AddV2', { T: 'float32' }, [], 1), TypeError, 'ERR_INVALID_ARG_TYPE', /attrs must be an array/],
+  ['shape attr with a dim below -1', () => binding.executeOp('EnsureShape', [T('float32'), {name: 'shape', type: 'shape', value: [-2]}], [f32([1])], 1), RangeError, 'ERR_OUT_OF_RANGE', /must be >= -1/],
+  ['attrs not an array', () => binding.executeOp('AddV2', {T: 'float32'}, [], 1), TypeError, 'ERR_INVALID_ARG_TYPE', /attrs must be an array/],
   ['input of the wrong dtype', () => binding.executeOp('AddV2', [T('int32')], [f32([1]), f32([1])], 1), Error, 'INVALID_ARGUMENT', /AddV2: .*expected to be a int32 tensor/],
   ['too few inputs', () => binding.executeOp('AddV2', [T('float32')], [f32([1])], 1), Error, 'INVALID_ARGUMENT', /AddV2: /],
   ['incompatible shapes', () => binding.executeOp('AddV2', [T('float32')], [f32([1, 2]), f32([1, 2, 3])], 1), Error, 'INVALID_ARGUMENT', /Incompatible shapes/],
   ['MatMul of mismatched inner dims', () => binding.executeOp('MatMul', [T('float32')], [binding.createTensor([2, 3], 'float32', new Float32Array(6)), binding.createTensor([2, 3], 'float32', new Float32Array(6))], 1), Error, 'INVALID_ARGUMENT', /MatMul: /],
   ['a deleted tensor as input', () => binding.executeOp('Neg', [T('float32')], [deleted], 1), Error, 'ERR_INVALID_ARG_VALUE', /Neg input 0: tensor id \d+ is unknown or was deleted/],
-  ['numOutputs below what the op makes', () => binding.executeOp('Split', [T('float32'), { name: 'num_split', type: 'int', value: 2 }], [binding.createTensor([], 'int32', new Int32Array([0])), f32([1, 2])], 1), Error, 'INVALID_ARGUMENT', /Split: /],
-  ['N attr that disagrees with the inputs', () => binding.executeOp('ConcatV2', [T('float32'), { name: 'N', type: 'int', value: 3 }, { name: 'Tidx', type: 'type', value: 'int32' }], [f32([1]), f32([2]), binding.createTensor([], 'int32', new Int32Array([0]))], 1), Error, 'INVALID_ARGUMENT', /ConcatV2: takes 4 inputs with these attrs \(its inputs: values, axis\), given 3/],
+  ['numOutputs below what the op makes', () => binding.executeOp('Split', [T('float32'), {name: 'num_split', type: 'int', value: 2}], [binding.createTensor([], 'int32', new Int32Array([0])), f32([1, 2])], 1), Error, 'INVALID_ARGUMENT', /Split: /],
+  ['N attr that disagrees with the inputs', () => binding.executeOp('ConcatV2', [T('float32'), {name: 'N', type: 'int', value: 3}, {name: 'Tidx', type: 'type', value: 'int32'}], [f32([1]), f32([2]), binding.createTensor([], 'int32', new Int32Array([0]))], 1), Error, 'INVALID_ARGUMENT', /ConcatV2: takes 4 inputs with these attrs \(its inputs: values, axis\), given 3/],
   ['required attrs missing', () => binding.executeOp('Conv2D', [T('float32')], [f32([1]), f32([1])], 1), Error, 'INVALID_ARGUMENT', /Conv2D: missing attrs that have no default: 'strides', 'padding'/],
-  ['a negative list length attr', () => binding.executeOp('AddN', [T('float32'), { name: 'N', type: 'int', value: -1 }], [], 1), Error, 'INVALID_ARGUMENT', /AddN: /],
-  ['a shape attr of rank > 254', () => binding.executeOp('EnsureShape', [T('float32'), { name: 'shape', type: 'shape', value: new Array(300).fill(1) }], [f32([1])], 1), Error, 'INVALID_ARGUMENT', /over the limit of 254/],
-  ['an op output too large to exist', () => binding.executeOp('Fill', [T('float32'), { name: 'index_type', type: 'type', value: 'int32' }], [binding.createTensor([3], 'int32', new Int32Array([1e9, 1e9, 1e9])), binding.createTensor([], 'float32', new Float32Array([1]))], 1), Error, 'INVALID_ARGUMENT', /Fill: .*2\*\*63/],
-  ['an int attr beyond int32 where TF wants int32', () => binding.executeOp('OneHot', [T('float32'), { name: 'axis', type: 'int', value: 2 ** 40 }, { name: 'TI', type: 'type', value: 'int32' }], [binding.createTensor([1], 'int32', new Int32Array([0])), binding.createTensor([], 'int32', new Int32Array([3])), f32([1]), f32([0])], 1), Error, 'INVALID_ARGUMENT', /out of range for an int32/],
-  ['reading a resource handle', () => binding.tensorDataSync(binding.executeOp('VarHandleOp', [{ name: 'dtype', type: 'type', value: 'float32' }, { name: 'shape', type: 'shape', value: [1] }, { name: 'container', type: 'string', value: '' }, { name: 'shared_name', type: 'string', value: 'v' }], [], 1)[0].id), TypeError, 'ERR_INVALID_ARG_TYPE', /resource tensor holds no readable data/],
+  ['a negative list length attr', () => binding.executeOp('AddN', [T('float32'), {name: 'N', type: 'int', value: -1}], [], 1), Error, 'INVALID_ARGUMENT', /AddN: /],
+  ['a shape attr of rank > 254', () => binding.executeOp('EnsureShape', [T('float32'), {name: 'shape', type: 'shape', value: new Array(300).fill(1)}], [f32([1])], 1), Error, 'INVALID_ARGUMENT', /over the limit of 254/],
+  ['an op output too large to exist', () => binding.executeOp('Fill', [T('float32'), {name: 'index_type', type: 'type', value: 'int32'}], [binding.createTensor([3], 'int32', new Int32Array([1e9, 1e9, 1e9])), binding.createTensor([], 'float32', new Float32Array([1]))], 1), Error, 'INVALID_ARGUMENT', /Fill: .*2\*\*63/],
+  ['an int attr beyond int32 where TF wants int32', () => binding.executeOp('OneHot', [T('float32'), {name: 'axis', type: 'int', value: 2 ** 40}, {name: 'TI', type: 'type', value: 'int32'}], [binding.createTensor([1], 'int32', new Int32Array([0])), binding.createTensor([], 'int32', new Int32Array([3])), f32([1]), f32([0])], 1), Error, 'INVALID_ARGUMENT', /out of range for an int32/],
+  ['reading a resource handle', () => binding.tensorDataSync(binding.executeOp('VarHandleOp', [{name: 'dtype', type: 'type', value: 'float32'}, {name: 'shape', type: 'shape', value: [1]}, {name: 'container', type: 'string', value: ''}, {name: 'shared_name', type: 'string', value: 'v'}], [], 1)[0].id), TypeError, 'ERR_INVALID_ARG_TYPE', /resource tensor holds no readable data/],
   ['a prepared op that does not exist', () => binding.runPreparedOp(99999, new Float64Array(4), 0, 1), Error, 'ERR_INVALID_ARG_VALUE', /prepared op 99999 does not exist/],
   ['a prepared op without a Float64Array', () => binding.runPreparedOp(binding.prepareOp('Neg', [T('float32')]), [1], 1, 1), TypeError, 'ERR_INVALID_ARG_TYPE', /io must be a Float64Array/],
   ['an io array too small for the outputs', () => binding.runPreparedOp(binding.prepareOp('Neg', [T('float32')]), new Float64Array([binding.createTensor([2, 2], 'float32', new Float32Array(4))]), 1, 1), RangeError, 'ERR_OUT_OF_RANGE', /too few for the outputs/],
-  ['prepareOp with an attr of the wrong type', () => binding.prepareOp('AddV2', [{ name: 'T', type: 'bool', value: true }]), TypeError, 'ERR_INVALID_ARG_TYPE', /declared as type, given bool/],
+  ['prepareOp with an attr of the wrong type', () => binding.prepareOp('AddV2', [{name: 'T', type: 'bool', value: true}]), TypeError, 'ERR_INVALID_ARG_TYPE', /declared as type, given bool/],
   ['numOutputs out of range', () => binding.executeOp('Neg', [T('float32')], [f32([1])], -1), RangeError, 'ERR_OUT_OF_RANGE', /numOutputs must be in/],
 ];
 

@@ -6,7 +6,7 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const path = require('node:path');
-const { execFile } = require('node:child_process');
+const {execFile} = require('node:child_process');
 
 const bindingPath = path.join(__dirname, '..', 'binding.js');
 
@@ -84,6 +84,10 @@ const cases = [
     'ERR_INVALID_ARG_VALUE', /DumpTensor: the op belongs to TF's debugger and crashes when it cannot write its dump/],
   ['_ScopedAllocator (SIGFPE)', `binding.executeOp('_ScopedAllocator', [{ name: 'shapes', type: 'shape', value: [[1, 2, 2, 1], [4, 1, 3], [2, 2], [0, 2, 0, 3]] }, { name: 'shape', type: 'shape', value: [4] }, T('string'), str('sa_name', ''), int('id', 0), int('expected_call_count', 3)], [], 1)`,
     'ERR_INVALID_ARG_VALUE', /_ScopedAllocator: the op belongs to Grappler's scoped allocator/],
+  ['Conv3D of a rank-2 input (CHECK)', `binding.executeOp('Conv3D', [T('float32'), int('strides', [1, 1, 1, 1, 1]), str('padding', 'VALID')], [f32([2, 2]), f32([1, 1, 1, 1, 1])], 1)`,
+    'INVALID_ARGUMENT', /Conv3D: input 0 must have rank 5, given rank 2/],
+  ['ScatterNd of a scalar shape', `binding.executeOp('ScatterNd', [T('float32'), { name: 'Tindices', type: 'type', value: 'int32' }], [binding.createTensor([1, 1], 'int32', new Int32Array(1)), f32([1]), scalarI32(3)], 1)`,
+    'INVALID_ARGUMENT', /ScatterNd: Shape must be rank 1 but is rank 0/],
   ['RecordInput of a file without records, which blocks', `binding.executeOp('RecordInput', [str('file_pattern', scratch + '/file')], [], 1)`,
     'ERR_INVALID_ARG_VALUE', /RecordInput: the op blocks/],
 ];
@@ -93,14 +97,14 @@ function runAlone(source) {
 try { ${source}; console.log(JSON.stringify({ returned: true })); }
 catch (err) { console.log(JSON.stringify({ error: err.constructor.name, code: err.code, message: err.message })); }`;
   return new Promise((resolve) => {
-    execFile(process.execPath, ['-e', script], { cwd: require('os').tmpdir(), timeout: 30000, killSignal: 'SIGKILL', env: { ...process.env, TF_CPP_MIN_LOG_LEVEL: '3' } },
-      (error, stdout, stderr) => resolve({ error, stdout, stderr }));
+    execFile(process.execPath, ['-e', script], {cwd: require('os').tmpdir(), timeout: 30000, killSignal: 'SIGKILL', env: {...process.env, TF_CPP_MIN_LOG_LEVEL: '3'}},
+      (error, stdout, stderr) => resolve({error, stdout, stderr}));
   });
 }
 
 for (const [what, source, code, message] of cases) {
   test(`no kill: ${what}`, async () => {
-    const { error, stdout, stderr } = await runAlone(source);
+    const {error, stdout, stderr} = await runAlone(source);
     assert.equal(error, null, `${what}: the process died (${error && (error.signal || error.code)}): ${stderr.slice(-400)}`);
     const result = JSON.parse(stdout.trim().split('\n').pop());
     assert.equal(result.error, 'Error', what);
@@ -114,7 +118,7 @@ test('the op definitions the checks read are exposed: opNames and opDef', () => 
   const names = binding.opNames();
   assert.ok(names.includes('AddN') && names.includes('TfjsNodeRs>SingleChannelConv2D'));
   const addN = binding.opDef('AddN');
-  assert.deepEqual(addN.inputs, [{ name: 'inputs', typeAttr: 'T', numberAttr: 'N' }]);
+  assert.deepEqual(addN.inputs, [{name: 'inputs', typeAttr: 'T', numberAttr: 'N'}]);
   const n = addN.attrs.find((a) => a.name === 'N');
   assert.equal(n.kind, 'int');
   assert.equal(n.hasDefault, false);
@@ -129,11 +133,11 @@ test('the checks keep well-formed calls working: defaults, inferred dtypes, list
   const binding = require(bindingPath);
   const f32 = (values) => binding.createTensor([values.length], 'float32', new Float32Array(values));
   // T inferred from the inputs, N given.
-  const [sum] = binding.executeOp('AddN', [{ name: 'N', type: 'int', value: 3 }, { name: 'T', type: 'type', value: 'float32' }], [f32([1]), f32([2]), f32([3])], 1);
+  const [sum] = binding.executeOp('AddN', [{name: 'N', type: 'int', value: 3}, {name: 'T', type: 'type', value: 'float32'}], [f32([1]), f32([2]), f32([3])], 1);
   assert.deepEqual(Array.from(binding.tensorDataSync(sum.id)), [6]);
   // T inferred from a single input; a list given by a list(type) attr.
   const [neg] = binding.executeOp('Neg', [], [f32([1, -2])], 1);
   assert.deepEqual(Array.from(binding.tensorDataSync(neg.id)), [-1, 2]);
-  const outs = binding.executeOp('IdentityN', [{ name: 'T', type: 'type', value: ['float32', 'float32'] }], [f32([1]), f32([2])], 2);
+  const outs = binding.executeOp('IdentityN', [{name: 'T', type: 'type', value: ['float32', 'float32']}], [f32([1]), f32([2])], 2);
   assert.equal(outs.length, 2);
 });

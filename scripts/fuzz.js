@@ -16,7 +16,7 @@
 const fs = require('fs');
 const os = require('os');
 const path = require('path');
-const { spawnSync } = require('child_process');
+const {spawnSync} = require('child_process');
 
 const root = path.resolve(__dirname, '..');
 const bindingPath = path.join(root, 'binding.js');
@@ -29,16 +29,16 @@ const REFUSED = new Set(['Abort', 'Unstage', 'StagePeek', 'MapPeek', 'MapUnstage
 
 // Dtypes a random tensor can have, with how to fill one.
 const DTYPES = {
-  float32: (n, r) => Float32Array.from({ length: n }, () => r.value()),
-  float64: (n, r) => Float64Array.from({ length: n }, () => r.value()),
-  int32: (n, r) => Int32Array.from({ length: n }, () => r.tensorInt()),
-  int64: (n, r) => BigInt64Array.from({ length: n }, () => BigInt(r.tensorInt())),
-  int16: (n, r) => Int16Array.from({ length: n }, () => r.tensorInt()),
-  int8: (n, r) => Int8Array.from({ length: n }, () => r.tensorInt()),
-  uint8: (n, r) => Uint8Array.from({ length: n }, () => Math.abs(r.tensorInt())),
-  bool: (n, r) => Uint8Array.from({ length: n }, () => r.int(2)),
-  complex64: (n, r) => Float32Array.from({ length: 2 * n }, () => r.value()),
-  string: (n, r) => Array.from({ length: n }, () => Uint8Array.from(r.pick(['', 'a', 'abc', '1', 'x y']), (c) => c.charCodeAt(0))),
+  float32: (n, r) => Float32Array.from({length: n}, () => r.value()),
+  float64: (n, r) => Float64Array.from({length: n}, () => r.value()),
+  int32: (n, r) => Int32Array.from({length: n}, () => r.tensorInt()),
+  int64: (n, r) => BigInt64Array.from({length: n}, () => BigInt(r.tensorInt())),
+  int16: (n, r) => Int16Array.from({length: n}, () => r.tensorInt()),
+  int8: (n, r) => Int8Array.from({length: n}, () => r.tensorInt()),
+  uint8: (n, r) => Uint8Array.from({length: n}, () => Math.abs(r.tensorInt())),
+  bool: (n, r) => Uint8Array.from({length: n}, () => r.int(2)),
+  complex64: (n, r) => Float32Array.from({length: 2 * n}, () => r.value()),
+  string: (n, r) => Array.from({length: n}, () => Uint8Array.from(r.pick(['', 'a', 'abc', '1', 'x y']), (c) => c.charCodeAt(0))),
 };
 const DTYPE_NAMES = Object.keys(DTYPES);
 const STRINGS = ['', 'SAME', 'VALID', 'EXPLICIT', 'NHWC', 'NCHW', 'NDHWC', 'a', 'ij,jk->ik', 'i->', 'HALF_AWAY_FROM_ZERO', 'MIN_COMBINED', 'bilinear'];
@@ -64,7 +64,7 @@ class Random {
 
 function dims(r) {
   const rank = r.pick([0, 1, 1, 2, 2, 3, 4]);
-  return Array.from({ length: rank }, () => r.pick([0, 1, 1, 2, 2, 3, 4]));
+  return Array.from({length: rank}, () => r.pick([0, 1, 1, 2, 2, 3, 4]));
 }
 
 function randomDtype(r, attr) {
@@ -88,9 +88,9 @@ function attrValue(r, a) {
     }
   };
   if (one() === undefined) return undefined;
-  if (!list) return { name: a.name, type: kind, value: one() };
+  if (!list) return {name: a.name, type: kind, value: one()};
   const length = r.chance(0.5) ? 4 : r.int(6);
-  return { name: a.name, type: kind, value: Array.from({ length }, one) };
+  return {name: a.name, type: kind, value: Array.from({length}, one)};
 }
 
 // One random call of a random op: everything the child needs to make it, as plain data.
@@ -118,12 +118,12 @@ function generate(r, ops) {
       const attrDef = arg.typeAttr && def.attrs.find((a) => a.name === arg.typeAttr);
       let dtype = arg.dtype || (types && types[i]) || (typeAttr ? typeAttr.value : randomDtype(r, attrDef));
       if (!(dtype in DTYPES) || r.chance(0.03)) dtype = r.pick(DTYPE_NAMES);
-      inputs.push({ dtype, shape: dims(r), seed: r.int(2 ** 31) });
+      inputs.push({dtype, shape: dims(r), seed: r.int(2 ** 31)});
     }
   }
-  if (r.chance(0.04)) inputs.push({ dtype: 'float32', shape: dims(r), seed: r.int(2 ** 31) });
+  if (r.chance(0.04)) inputs.push({dtype: 'float32', shape: dims(r), seed: r.int(2 ** 31)});
   if (inputs.length && r.chance(0.04)) inputs.pop();
-  return { op: def.name, attrs, inputs, prepared: r.chance(0.3), numOutputs: 16 };
+  return {op: def.name, attrs, inputs, prepared: r.chance(0.3), numOutputs: 16};
 }
 
 function opDefs(binding) {
@@ -137,12 +137,12 @@ function batchSeed(seed, batch) { return (Math.imul(seed, 0x9e3779b1) + batch * 
 
 function batchCalls(ops, seed, batch, calls) {
   const r = new Random(batchSeed(seed, batch));
-  return Array.from({ length: calls }, () => generate(r, ops));
+  return Array.from({length: calls}, () => generate(r, ops));
 }
 
 // Makes one call; errors are the expected outcome of most random calls.
 function makeCall(binding, call) {
-  const ids = call.inputs.map(({ dtype, shape, seed }) => {
+  const ids = call.inputs.map(({dtype, shape, seed}) => {
     const n = shape.reduce((a, b) => a * b, 1);
     return binding.createTensor(shape, dtype, DTYPES[dtype](n, new Random(seed)));
   });
@@ -157,7 +157,7 @@ function makeCall(binding, call) {
     }
     return 'ran';
   } catch (err) {
-    if (!(err instanceof Error)) throw new Error(`${call.op} threw a non-Error: ${err}`);
+    if (!(err instanceof Error)) throw new Error(`${call.op} threw a non-Error: ${err}`, {cause: err});
     return 'error';
   } finally {
     for (const id of ids) binding.deleteTensor(id);
@@ -171,7 +171,7 @@ function child(args) {
   const ops = opDefs(binding);
   const calls = batchCalls(ops, args.seed, args.batch, args.calls);
   const progress = fs.openSync(args.progress, 'w');
-  const counts = { ran: 0, error: 0 };
+  const counts = {ran: 0, error: 0};
   for (let i = args.from; i < calls.length; i++) {
     fs.writeSync(progress, `${i}\n`);
     counts[makeCall(binding, calls[i])]++;
@@ -198,16 +198,16 @@ console.log(makeCall(binding, call));
 function runChild(args, timeoutS, cwd) {
   const res = spawnSync(process.execPath, [__filename, '--child', JSON.stringify(args)], {
     cwd, timeout: timeoutS * 1000, killSignal: 'SIGKILL', encoding: 'utf8',
-    env: { ...process.env, TF_CPP_MIN_LOG_LEVEL: '3' }, maxBuffer: 64 << 20,
+    env: {...process.env, TF_CPP_MIN_LOG_LEVEL: '3'}, maxBuffer: 64 << 20,
   });
   const lines = fs.existsSync(args.progress) ? fs.readFileSync(args.progress, 'utf8').trim().split('\n') : [];
   const last = lines[lines.length - 1] || '';
   const timedOut = res.error && res.error.code === 'ETIMEDOUT';
-  return { res, last, timedOut, killed: timedOut || res.signal !== null || (res.status !== 0 && !last.startsWith('done')) };
+  return {res, last, timedOut, killed: timedOut || res.signal !== null || (res.status !== 0 && !last.startsWith('done'))};
 }
 
 function parseArgs(argv) {
-  const opts = { seed: 1, batches: 120, calls: 200, minutes: 0, out: path.join(root, 'fuzz-crashes'), timeout: 20 };
+  const opts = {seed: 1, batches: 120, calls: 200, minutes: 0, out: path.join(root, 'fuzz-crashes'), timeout: 20};
   for (let i = 0; i < argv.length; i += 2) {
     const key = argv[i].replace(/^--/, '');
     if (!(key in opts)) throw new Error(`unknown option ${argv[i]}`);
@@ -224,14 +224,14 @@ function main() {
   const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'tfjs-node-rs-fuzz-'));
   const started = Date.now();
   const deadline = opts.minutes ? started + opts.minutes * 60000 : Infinity;
-  const totals = { calls: 0, ran: 0, error: 0, kills: 0 };
+  const totals = {calls: 0, ran: 0, error: 0, kills: 0};
   console.log(`fuzz: seed ${opts.seed}, ${ops.length} ops, ${opts.calls} calls per batch, ${opts.minutes ? `${opts.minutes} min` : `${opts.batches} batches`}`);
   for (let batch = 0; batch < opts.batches && Date.now() < deadline; batch++) {
     let from = 0;
     while (from < opts.calls) {
       const progress = path.join(scratch, `batch-${batch}`);
-      const args = { seed: opts.seed, batch, calls: opts.calls, from, progress };
-      const { res, last, timedOut, killed } = runChild(args, opts.timeout, scratch);
+      const args = {seed: opts.seed, batch, calls: opts.calls, from, progress};
+      const {res, last, timedOut, killed} = runChild(args, opts.timeout, scratch);
       if (!killed) {
         const counts = JSON.parse(last.slice(5));
         totals.ran += counts.ran;
@@ -244,14 +244,14 @@ function main() {
       totals.kills++;
       totals.calls += index - from + 1;
       const call = batchCalls(ops, opts.seed, batch, opts.calls)[index];
-      fs.mkdirSync(opts.out, { recursive: true });
+      fs.mkdirSync(opts.out, {recursive: true});
       const name = `seed${opts.seed}-batch${batch}-call${index}-${call.op.replace(/\W/g, '_')}`;
       const script = path.join(opts.out, `${name}.js`);
       fs.writeFileSync(script, reproducerScript(call));
-      const alone = spawnSync(process.execPath, [script], { cwd: scratch, timeout: 30000, killSignal: 'SIGKILL', encoding: 'utf8', env: { ...process.env, TF_CPP_MIN_LOG_LEVEL: '3' } });
+      const alone = spawnSync(process.execPath, [script], {cwd: scratch, timeout: 30000, killSignal: 'SIGKILL', encoding: 'utf8', env: {...process.env, TF_CPP_MIN_LOG_LEVEL: '3'}});
       const how = timedOut ? `stuck past ${opts.timeout} s` : res.signal ? `killed by ${res.signal}` : `exit code ${res.status}`;
       const aloneHow = alone.error ? 'stuck' : alone.signal ? `killed by ${alone.signal}` : alone.status ? `exit code ${alone.status}` : 'survived';
-      const record = { seed: opts.seed, batch, index, how, alone: aloneHow, call, stderr: res.stderr.slice(-3000) };
+      const record = {seed: opts.seed, batch, index, how, alone: aloneHow, call, stderr: res.stderr.slice(-3000)};
       fs.writeFileSync(path.join(opts.out, `${name}.json`), JSON.stringify(record, null, 2));
       console.log(`KILL ${how} (alone: ${aloneHow}): ${call.op} ${JSON.stringify(call.attrs)} inputs ${JSON.stringify(call.inputs.map((i) => `${i.dtype}[${i.shape}]`))}${call.prepared ? ' (prepared)' : ''}`);
       console.log(`  reproducer: ${script}`);
@@ -259,7 +259,7 @@ function main() {
     }
     if ((batch + 1) % 10 === 0) console.log(`fuzz: ${batch + 1} batches, ${totals.calls} calls, ${totals.kills} kills, ${((Date.now() - started) / 1000).toFixed(0)} s`);
   }
-  fs.rmSync(scratch, { recursive: true, force: true });
+  fs.rmSync(scratch, {recursive: true, force: true});
   const seconds = (Date.now() - started) / 1000;
   console.log(`fuzz: ${totals.calls} calls in ${seconds.toFixed(0)} s (${totals.ran} ran, ${totals.error} errors), ${totals.kills} kills`);
   return totals.kills ? 1 : 0;

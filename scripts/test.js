@@ -7,9 +7,9 @@
 
 const fs = require('fs');
 const path = require('path');
-const { spawnSync } = require('child_process');
-const { build, buildEnv, isDevCheckout, napiCli, newestSourceMtime, runMain } = require('./build');
-const { log } = require('./libtensorflow');
+const {spawnSync} = require('child_process');
+const {build, buildEnv, isDevCheckout, napiCli, newestSourceMtime, runMain} = require('./build');
+const {log} = require('./libtensorflow');
 
 const root = path.resolve(__dirname, '..');
 const testDir = path.join(root, '__test__');
@@ -52,7 +52,7 @@ const steps = [
 ];
 
 function hasCargo() {
-  const found = spawnSync('cargo', ['--version'], { env: buildEnv(root, process.env), stdio: 'ignore' });
+  const found = spawnSync('cargo', ['--version'], {env: buildEnv(root, process.env), stdio: 'ignore'});
   return found.status === 0;
 }
 
@@ -87,7 +87,7 @@ async function ensureBuilt() {
   const why = staleReason();
   if (!why) return 0;
   log(`building the addon first: ${why}`);
-  return build({ root, log });
+  return build({root, log});
 }
 
 async function main() {
@@ -96,7 +96,7 @@ async function main() {
   for (const step of steps) {
     if (step.when && !step.when()) continue;
     log(`test step: ${step.name}`);
-    const res = spawnSync(step.command || process.execPath, step.args(), { cwd: root, stdio: 'inherit', env: buildEnv(root, process.env) });
+    const res = spawnSync(step.command || process.execPath, step.args(), {cwd: root, stdio: 'inherit', env: buildEnv(root, process.env)});
     if (res.error) throw res.error;
     if (res.status !== 0) {
       log(`test step failed: ${step.name} (${res.signal ? `signal ${res.signal}` : `exit code ${res.status}`})`);
