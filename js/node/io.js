@@ -216,6 +216,15 @@ async function checkFile(p) {
  */
 async function readJSONIfManifest(p) {
   await checkFile(p);
+  // A weights file can be hundreds of MB: only a file that starts like a JSON array is parsed.
+  const handle = await fs.promises.open(p, 'r');
+  let head;
+  try {
+    head = (await handle.read(Buffer.alloc(256), 0, 256, 0)).buffer;
+  } finally {
+    await handle.close();
+  }
+  if (!/^\s*\[/.test(head.toString('latin1'))) return null;
   let value;
   try {
     value = JSON.parse(await fs.promises.readFile(p, 'utf8'));
