@@ -222,6 +222,13 @@ test('loads [model.pb, weights_manifest.json] (binary GraphDef) as a graph model
   fs.copyFileSync(path.join(binary, 'weights_manifest.json'), path.join(bad, 'weights_manifest.json'));
   await assert.rejects(tf.io.fileSystem([path.join(bad, 'model.pb'), path.join(bad, 'weights_manifest.json')]).load(),
                        /model.pb is not a binary TensorFlow GraphDef: length past the end/);
+  // A function library (GraphDef field 2) is refused by name; an empty one is nothing.
+  const pb = fs.readFileSync(path.join(binary, 'model.pb'));
+  const {decodeGraphDef} = require('../js/node/graph_def');
+  assert.equal(decodeGraphDef(Buffer.concat([pb, Buffer.from([0x12, 0x00])])).node.length,
+               artifacts.modelTopology.node.length);
+  assert.throws(() => decodeGraphDef(Buffer.concat([pb, Buffer.from([0x12, 0x02, 0x0a, 0x00])])),
+                /has a function library/);
 });
 
 test('file:// weights are read only from the model folder (.., absolute paths, symlinks)', async () => {

@@ -73,8 +73,10 @@ function decode(r, schema) {
     if (spec === undefined) return false;
     const [name, kind, repeated] = spec;
     if (kind === 'library') {
+      // An empty library (a set but empty field) holds nothing tfjs needs.
+      if (rr.sub().done()) return;
       throw new ProtoError('the GraphDef has a function library, which tfjs graph models ' +
-                           'cannot hold: convert the model with tensorflowjs_converter');
+                           'read from model.json only: convert the model with tensorflowjs_converter');
     }
     let values;
     if (typeof kind === 'object' && kind.map !== undefined) {
