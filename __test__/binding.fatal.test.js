@@ -88,6 +88,8 @@ const cases = [
     'INVALID_ARGUMENT', /Conv3D: input 0 must have rank 5, given rank 2/],
   ['ScatterNd of a scalar shape', `binding.executeOp('ScatterNd', [T('float32'), { name: 'Tindices', type: 'type', value: 'int32' }], [binding.createTensor([1, 1], 'int32', new Int32Array(1)), f32([1]), scalarI32(3)], 1)`,
     'INVALID_ARGUMENT', /ScatterNd: Shape must be rank 1 but is rank 0/],
+  ['LearnedUnigramCandidateSampler of range_max 2^31-1, which runs for minutes', `binding.executeOp('LearnedUnigramCandidateSampler', [int('num_true', 1), int('num_sampled', 1), { name: 'unique', type: 'bool', value: false }, int('range_max', 2147483647)], [binding.createTensor([1, 1], 'int64', new BigInt64Array(1))], 3)`,
+    'INVALID_ARGUMENT', /LearnedUnigramCandidateSampler: attr 'range_max' must be at most 134217728/],
   ['RecordInput of a file without records, which blocks', `binding.executeOp('RecordInput', [str('file_pattern', scratch + '/file')], [], 1)`,
     'ERR_INVALID_ARG_VALUE', /RecordInput: the op blocks/],
 ];

@@ -55,6 +55,12 @@ enum KernelRule {
     ListLength { attr: &'static str, len: usize },
     /// Int attr `attr`, when given, is at least `min`.
     AtLeast { attr: &'static str, min: i64 },
+    /// Int attr `attr`, when given, is at most `max`; `why` says what a larger one does.
+    AtMost {
+        attr: &'static str,
+        max: i64,
+        why: &'static str,
+    },
     /// The ranks of the first inputs, in order (`ANY_RANK` for an input left unchecked).
     Ranks(&'static [i32]),
     /// The last inputs are scalars (after lists whose lengths the attrs decide).
@@ -81,6 +87,14 @@ macro_rules! conv2d {
         ]
     };
 }
+/// The unigram candidate samplers build a distribution of `range_max` entries when the kernel
+/// is made: 2^31 - 1 of them ran for minutes (found by the fuzzer), and past memory TF aborts
+/// on the allocation. 2^27 entries take about a second and a few GB at most.
+const UNIGRAM_SAMPLER: &[KernelRule] = &[AtMost {
+    attr: "range_max",
+    max: 1 << 27,
+    why: "the sampler builds a distribution of range_max entries when it is made",
+}];
 const STRIDES_5: &[KernelRule] = &[
     ListLength {
         attr: "strides",
@@ -168,6 +182,9 @@ const KERNEL_RULES: &[(&str, &[KernelRule])] = &[
             },
         ],
     ),
+    ("FixedUnigramCandidateSampler", UNIGRAM_SAMPLER),
+    ("LearnedUnigramCandidateSampler", UNIGRAM_SAMPLER),
+    ("ThreadUnsafeUnigramCandidateSampler", UNIGRAM_SAMPLER),
     ("LSTMBlockCell", LSTM_CELL),
     ("LSTMBlockCellGrad", LSTM_CELL_GRAD),
     ("RFFT", FFT_LENGTH),
@@ -507,6 +524,12 @@ fn check_rule<'a>(rule: &KernelRule, given: &impl Fn(&str) -> Option<&'a AttrVal
         AtLeast { attr, min } => match given(attr) {
             Some(AttrValue::Int(v)) if *v < min => Err(invalid(format!(
                 "attr '{attr}' must be at least {min}, given {v}"
+            ))),
+            _ => Ok(()),
+        },
+        AtMost { attr, max, why } => match given(attr) {
+            Some(AttrValue::Int(v)) if *v > max => Err(invalid(format!(
+                "attr '{attr}' must be at most {max} ({why}), given {v}"
             ))),
             _ => Ok(()),
         },
