@@ -215,52 +215,32 @@ impl Tensor {
         }
     }
 
-    /// The elements of an int32 or int64 tensor, widened; `None` for other dtypes.
-    pub fn integers(&self, dtype: DType) -> Option<Vec<i64>> {
+    /// The tensor's element bytes, borrowed from it.
+    fn element_bytes(&self) -> &[u8] {
         let (data, len) = self.bytes();
         if len == 0 {
-            return Some(Vec::new());
+            return &[];
         }
         // SAFETY: the buffer holds `len` initialized bytes and lives as long as self.
-        let bytes = unsafe { std::slice::from_raw_parts(data, len) };
+        unsafe { std::slice::from_raw_parts(data, len) }
+    }
+
+    /// The elements of an int32 or int64 tensor, widened; `None` for other dtypes.
+    pub fn integers(&self, dtype: DType) -> Option<Vec<i64>> {
+        let bytes = self.element_bytes();
         match dtype.tf {
-            sys::TF_INT32 => Some(
-                bytes
-                    .chunks_exact(4)
-                    .map(|c| i32::from_ne_bytes([c[0], c[1], c[2], c[3]]) as i64)
-                    .collect(),
-            ),
-            sys::TF_INT64 => Some(
-                bytes
-                    .chunks_exact(8)
-                    .map(|c| i64::from_ne_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
-                    .collect(),
-            ),
+            sys::TF_INT32 => Some(widened(bytes, |b| i32::from_ne_bytes(b) as i64)),
+            sys::TF_INT64 => Some(widened(bytes, i64::from_ne_bytes)),
             _ => None,
         }
     }
 
     /// The elements of a float32 or float64 tensor, widened; `None` for other dtypes.
     pub fn floats(&self, dtype: DType) -> Option<Vec<f64>> {
-        let (data, len) = self.bytes();
-        if len == 0 {
-            return Some(Vec::new());
-        }
-        // SAFETY: the buffer holds `len` initialized bytes and lives as long as self.
-        let bytes = unsafe { std::slice::from_raw_parts(data, len) };
+        let bytes = self.element_bytes();
         match dtype.tf {
-            sys::TF_FLOAT => Some(
-                bytes
-                    .chunks_exact(4)
-                    .map(|c| f32::from_ne_bytes([c[0], c[1], c[2], c[3]]) as f64)
-                    .collect(),
-            ),
-            sys::TF_DOUBLE => Some(
-                bytes
-                    .chunks_exact(8)
-                    .map(|c| f64::from_ne_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
-                    .collect(),
-            ),
+            sys::TF_FLOAT => Some(widened(bytes, |b| f32::from_ne_bytes(b) as f64)),
+            sys::TF_DOUBLE => Some(widened(bytes, f64::from_ne_bytes)),
             _ => None,
         }
     }
@@ -294,6 +274,18 @@ impl Drop for Tensor {
         // SAFETY: this Tensor owns one reference to the TF_Tensor.
         unsafe { sys::TF_DeleteTensor(self.raw()) }
     }
+}
+
+/// Each `N`-byte element of `bytes` through `convert` (native byte order).
+fn widened<const N: usize, T>(bytes: &[u8], convert: impl Fn([u8; N]) -> T) -> Vec<T> {
+    bytes
+        .chunks_exact(N)
+        .map(|chunk| {
+            let mut element = [0u8; N];
+            element.copy_from_slice(chunk);
+            convert(element)
+        })
+        .collect()
 }
 
 unsafe extern "C" fn run_release(_data: *mut c_void, _len: usize, arg: *mut c_void) {
