@@ -655,8 +655,9 @@ test('the CLI prints only the message and exits 1', () => {
   // A copy of the script in a temp root, so the CLI's default root is not the repository.
   const root = tempDir('cli-root');
   fs.mkdirSync(path.join(root, 'scripts'));
-  for (const file of ['libtensorflow.js', 'pypi.js', 'strip_symbols.js']) {
-    fs.copyFileSync(path.join(__dirname, '..', 'scripts', file), path.join(root, 'scripts', file));
+  fs.mkdirSync(path.join(root, 'js'));
+  for (const file of ['scripts/libtensorflow.js', 'scripts/pypi.js', 'scripts/strip_symbols.js', 'js/libtensorflow_facts.js']) {
+    fs.copyFileSync(path.join(__dirname, '..', file), path.join(root, file));
   }
   const res = spawnSync(process.execPath, [path.join(root, 'scripts', 'libtensorflow.js')], {
     env: {...process.env, TFJS_NODE_RS_LIBTENSORFLOW: tempDir('empty-tf')},

@@ -14,8 +14,7 @@ const path = require('path');
 const ROOT = path.resolve(__dirname, '..');
 const MIN_NAPI = 8; // Cargo.toml: napi feature "napi8"
 const TF_MAJOR = 2;
-const TF_BUILT_AGAINST = '2.21.0';
-const MIN_GLIBC = [2, 27]; // libtensorflow 2.21.0 is a manylinux_2_27 build
+const {TF_VERSION: TF_BUILT_AGAINST, MIN_GLIBC, LIBS, ENV_DIR, COPY_ENV} = require('./libtensorflow_facts');
 // The prebuilt addons (Linux, glibc), by process.arch: the Rust target and napi-rs's
 // platform name, which names the per-platform package and the addon file.
 const TARGETS = {
@@ -29,9 +28,6 @@ const SUPPORTED =
 const OWN_TARGET = TARGETS[process.arch] || TARGETS.x64;
 const PLATFORM_PACKAGE = `tfjs-node-rs-${OWN_TARGET.platform}`;
 const ADDON_FILE = `tfjs-node-rs.${OWN_TARGET.platform}.node`;
-const LIBS = ['libtensorflow_cc.so.2', 'libtensorflow_framework.so.2'];
-const ENV_DIR = 'TFJS_NODE_RS_LIBTENSORFLOW';
-const COPY_ENV = 'TFJS_NODE_RS_COPY_LIBTENSORFLOW';
 const ERROR_CODE = 'TFJS_NODE_RS_LOAD';
 
 function loadError(message, cause) {

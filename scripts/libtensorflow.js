@@ -39,7 +39,7 @@ const {pipeline} = require('stream/promises');
 const {downloadFromIndex, INDEX_ERROR} = require('./pypi');
 const {stripSymbols, readAt} = require('./strip_symbols');
 
-const TF_VERSION = '2.21.0';
+const {TF_VERSION, MIN_GLIBC, LIBS, ENV_DIR, COPY_ENV} = require('../js/libtensorflow_facts');
 // Per supported platform (`${process.platform}-${process.arch}`): the PyPI project whose
 // wheel holds libtensorflow's CPU build (Linux arm64 has no tensorflow-cpu: its plain
 // tensorflow wheel is the CPU build), that wheel's platform tag and size, and the Rust
@@ -48,7 +48,6 @@ const PLATFORMS = {
   'linux-x64': {project: 'tensorflow-cpu', wheelTag: 'manylinux_2_27_x86_64', wheelMB: 274, rustTarget: 'x86_64-unknown-linux-gnu'},
   'linux-arm64': {project: 'tensorflow', wheelTag: 'manylinux_2_27_aarch64', wheelMB: 282, rustTarget: 'aarch64-unknown-linux-gnu'},
 };
-const MIN_GLIBC = [2, 27]; // every platform's wheel is a manylinux_2_27 build
 // The libraries are the same in every CPython build of the wheel; cp311 is the one
 // pip is asked for, and the first choice on the index.
 const PREFERRED_PYTHON = 'cp311';
@@ -81,9 +80,6 @@ function hostTarget() {
 function platformOfTarget(triple) {
   return Object.keys(PLATFORMS).find((key) => PLATFORMS[key].rustTarget === triple);
 }
-const LIBS = ['libtensorflow_cc.so.2', 'libtensorflow_framework.so.2'];
-const ENV_DIR = 'TFJS_NODE_RS_LIBTENSORFLOW';
-const COPY_ENV = 'TFJS_NODE_RS_COPY_LIBTENSORFLOW';
 const SETUP = 'TFJS_NODE_RS_SETUP';
 const ZIP_CORRUPT = 'TFJS_NODE_RS_ZIP_CORRUPT';
 const MB = 1024 * 1024;

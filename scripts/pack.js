@@ -36,7 +36,7 @@ const PLATFORMS = {
 // What the root tarball must hold, and must not.
 const ROOT_REQUIRED = [
   'package.json', 'index.js', 'index.d.ts', 'binding.js', 'binding.d.ts',
-  'js/native_loader.js', 'js/native_loader_core.js',
+  'js/native_loader.js', 'js/native_loader_core.js', 'js/libtensorflow_facts.js',
   'scripts/postinstall.js', 'scripts/libtensorflow.js', 'scripts/pypi.js', 'scripts/strip_symbols.js', 'scripts/build.js',
 ];
 const ROOT_FORBIDDEN = [
