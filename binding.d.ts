@@ -64,6 +64,29 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
  */
 export declare function alloc(dtype: NumericDType, length: number): TypedArray
 
+/** An op the call ran: its prepared op (`prepareOp`) and its inputs. */
+export interface CallOp {
+  op: number
+  inputs: Array<CallRef>
+}
+
+/**
+ * Where a recorded op's input, or a call's output, comes from: `{feed}` (the call's feeds,
+ * the JS-fed ones first, then the fixed ones) or `{node, output}` (an earlier op's output).
+ */
+export interface CallRef {
+  feed?: number
+  node?: number
+  output?: number
+}
+
+/**
+ * Compiles a recorded call into one graph; returns its id for `runCall`. `fedIds` are tensors
+ * of the recorded call that each call feeds anew (their dtypes type the feeds); `fixedIds`
+ * are tensors every call uses as they are now (the graph keeps them).
+ */
+export declare function compileCall(ops: Array<CallOp>, fedIds: Array<number>, fixedIds: Array<number>, fetches: Array<CallRef>): number
+
 /**
  * Makes a tensor from `data` (a typed array matching `dtype`, or an array of `Uint8Array` for
  * strings) and returns its id.
@@ -74,6 +97,9 @@ export declare function createTensor(shape: number[], dtype: DType, data: TypedA
 export declare function deleteSavedModel(id: unknown): void
 
 export declare function deleteTensor(id: number): void
+
+/** Frees call graph `call`; false when it did not exist. */
+export declare function dropCall(call: number): boolean
 
 /**
  * Deletes the tensor so that its buffer is freed on a native thread other than the JS thread,
@@ -149,6 +175,12 @@ export declare function prepareOp(name: string, attrs: OpAttr[] | null | undefin
 export declare function reshapeTensor(id: number, shape: number[]): number
 
 /**
+ * Runs call graph `call` on the `numFed` tensor ids in `io`; on return `io` holds its outputs
+ * as `runPreparedOp` writes them. Returns the number of outputs.
+ */
+export declare function runCall(call: number, io: Float64Array, numFed: number): number
+
+/**
  * Runs a prepared op. `io` holds the `numInputs` input ids on entry; on return it holds, for each
  * output, `id, dtype index (into dtypeNames()), rank, dims...`. Returns the number of outputs.
  */
@@ -192,6 +224,8 @@ export interface Stats {
   compiledRuns: number
   /** Runs of deferred ops executed as one session run of those nodes. */
   graphRuns: number
+  /** Whole calls compiled into graphs (`compileCall`) and alive. */
+  callGraphs: number
 }
 
 /**

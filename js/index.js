@@ -8,6 +8,8 @@ const {version: packageVersion} = require('../package.json');
 
 registerTensorflowBackend();
 tf.setBackend(BACKEND_NAME);
+// Before the exports below are taken: it replaces tfjs-core's `dropout`.
+require('./graphs').installGraphs();
 
 // Libraries built on tfjs detect Node.js by `version['tfjs-node']`: it names the tfjs-node API
 // this package matches, the tfjs release it re-exports.

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use crate::api::PreparedOp;
 use crate::error::Result;
+use crate::graphs::calls::CallGraphs;
 use crate::js::{EnvData, Js};
 use crate::op_cache::OpCache;
 use crate::release::ReleaseQueue;
@@ -38,6 +39,8 @@ pub struct EnvState {
     pub tracer: Tracer,
     pub tensors: TensorTable,
     pub saved_models: crate::saved_model::SavedModels,
+    /// Before `tensors` and `context`, whose handles the call graphs hold.
+    pub calls: CallGraphs,
     pub ops: OpCache,
     pub prepared_ops: Vec<PreparedOp>,
     pub scratch: Scratch,
@@ -77,6 +80,7 @@ impl EnvState {
             tracer: Tracer::new(),
             tensors: TensorTable::default(),
             saved_models: Default::default(),
+            calls: CallGraphs::default(),
             ops: OpCache::default(),
             prepared_ops: Vec::new(),
             scratch: Scratch::default(),
@@ -94,6 +98,7 @@ impl EnvData for EnvState {
         // Tensors borrowing JS memory release it now, on this thread, while N-API still can.
         self.scratch.outputs.clear();
         self.tracer.clear();
+        self.calls.clear();
         self.tensors.clear();
         self.ops.clear();
         self.releases.shut_down();

@@ -4,6 +4,7 @@
 //! - `js/`: raw N-API for the hot paths (all N-API FFI).
 //! - `env_state`: per-env context lifecycle; `tensor_table`, `op_cache`: what it holds.
 //! - `kernels`: CPU kernels this package adds to TF (ops TF runs slowly at tfjs sizes).
+//! - `graphs/`: graphs of prepared ops run as one session call: deferred runs' and whole calls'.
 //! - `trace`: deferred execution of repeated runs of ops as one session run of a graph.
 //! - `sharing`: JS memory ↔ TF memory without copies; `release`: returning JS memory from TF threads.
 //! - `api/`: the exported functions.
@@ -14,6 +15,7 @@
 mod api;
 mod env_state;
 mod error;
+mod graphs;
 mod js;
 mod kernels;
 mod op_cache;

@@ -19,17 +19,15 @@
 //! `TFJS_NODE_RS_DEFER=0` turns deferring off.
 
 use std::collections::HashMap;
-use std::ffi::{CStr, CString};
 use std::hash::BuildHasherDefault;
 
 use crate::api::{self, PreparedOp};
+use crate::graphs::compiled::{CompiledGraph, NodeOp, Ref};
 use crate::env_state::EnvState;
 use crate::error::{Error, Result};
 use crate::tensor_table::{IdHasher, TensorTable};
 use crate::tf::dtype::{Layout, DTYPES};
-use crate::tf::graph::NodeOutput;
 use crate::tf::handle::TensorHandle;
-use crate::tf::session::Session;
 use crate::tf::status::Status;
 
 /// Integer inputs up to this many elements are keyed by value (axes, perms, sizes); larger
@@ -43,152 +41,6 @@ const MAX_TRIE_NODES: usize = 1 << 16;
 const MAX_COMPILED_RUNS: u64 = 1024;
 /// Shorter runs replay op by op: a session run costs about as much as a few eager ops.
 const MIN_COMPILED_LENGTH: usize = 8;
-
-/// How an op's flat inputs group into its arguments when it becomes a graph node.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum InputLayout {
-    /// One tensor per argument.
-    Single,
-    /// All inputs form one list argument (`Pack`, `AddN`).
-    List,
-    /// A list argument, then one tensor (`ConcatV2`'s values, then its axis).
-    ListThenOne,
-}
-
-/// The ops that may be deferred: pure, deterministic, and failing only on what the key holds.
-const DEFERRABLE: &[(&str, InputLayout)] = {
-    use InputLayout::*;
-    &[
-        // Element-wise.
-        ("Abs", Single),
-        ("Acos", Single),
-        ("Acosh", Single),
-        ("AddV2", Single),
-        ("Asin", Single),
-        ("Asinh", Single),
-        ("Atan", Single),
-        ("Atan2", Single),
-        ("Atanh", Single),
-        ("Cast", Single),
-        ("Ceil", Single),
-        ("ClipByValue", Single),
-        ("Cos", Single),
-        ("Cosh", Single),
-        ("DivNoNan", Single),
-        ("Elu", Single),
-        ("EluGrad", Single),
-        ("Equal", Single),
-        ("Erf", Single),
-        ("Exp", Single),
-        ("Expm1", Single),
-        ("Floor", Single),
-        ("Greater", Single),
-        ("GreaterEqual", Single),
-        ("Identity", Single),
-        ("IsFinite", Single),
-        ("IsInf", Single),
-        ("IsNan", Single),
-        ("LeakyRelu", Single),
-        ("LeakyReluGrad", Single),
-        ("Less", Single),
-        ("LessEqual", Single),
-        ("Log", Single),
-        ("Log1p", Single),
-        ("LogicalAnd", Single),
-        ("LogicalNot", Single),
-        ("LogicalOr", Single),
-        ("Maximum", Single),
-        ("Minimum", Single),
-        ("Mul", Single),
-        ("Neg", Single),
-        ("NotEqual", Single),
-        ("OnesLike", Single),
-        ("Pow", Single),
-        ("RealDiv", Single),
-        ("Reciprocal", Single),
-        ("Relu", Single),
-        ("Relu6", Single),
-        ("Relu6Grad", Single),
-        ("ReluGrad", Single),
-        ("Rint", Single),
-        ("Round", Single),
-        ("Rsqrt", Single),
-        ("RsqrtGrad", Single),
-        ("Select", Single),
-        ("SelectV2", Single),
-        ("Selu", Single),
-        ("SeluGrad", Single),
-        ("Sigmoid", Single),
-        ("SigmoidGrad", Single),
-        ("Sign", Single),
-        ("Sin", Single),
-        ("Sinh", Single),
-        ("Softplus", Single),
-        ("SoftplusGrad", Single),
-        ("Softsign", Single),
-        ("Sqrt", Single),
-        ("SqrtGrad", Single),
-        ("Square", Single),
-        ("SquaredDifference", Single),
-        ("Sub", Single),
-        ("Tan", Single),
-        ("Tanh", Single),
-        ("TanhGrad", Single),
-        ("ZerosLike", Single),
-        // Products, biases, reductions, softmax.
-        ("BatchMatMulV2", Single),
-        ("BiasAdd", Single),
-        ("BiasAddGrad", Single),
-        ("LogSoftmax", Single),
-        ("MatMul", Single),
-        ("Max", Single),
-        ("Mean", Single),
-        ("Min", Single),
-        ("Prod", Single),
-        ("Softmax", Single),
-        ("SparseMatMul", Single),
-        ("Sum", Single),
-        ("AddN", List),
-        // Shapes and slices.
-        ("BroadcastTo", Single),
-        ("ConcatV2", ListThenOne),
-        ("ExpandDims", Single),
-        ("Fill", Single),
-        ("Pack", List),
-        ("Pad", Single),
-        ("PadV2", Single),
-        ("Reshape", Single),
-        ("Slice", Single),
-        ("Split", Single),
-        ("SplitV", Single),
-        ("Squeeze", Single),
-        ("StridedSlice", Single),
-        ("Tile", Single),
-        ("Transpose", Single),
-        ("Unpack", Single),
-        // Convolutions and pooling.
-        ("AvgPool", Single),
-        ("AvgPoolGrad", Single),
-        ("Conv2D", Single),
-        ("Conv2DBackpropFilter", Single),
-        ("Conv2DBackpropInput", Single),
-        ("DepthwiseConv2dNative", Single),
-        ("DepthwiseConv2dNativeBackpropFilter", Single),
-        ("DepthwiseConv2dNativeBackpropInput", Single),
-        ("MaxPool", Single),
-        ("MaxPoolGrad", Single),
-        // This package's own kernels (`kernels`).
-        ("TfjsNodeRs>SingleChannelConv2D", Single),
-        ("TfjsNodeRs>SingleChannelMaxPool", Single),
-    ]
-};
-
-/// How op `name` with `attrs` can be deferred; `None` when it always runs eagerly.
-pub fn deferrable(name: &CStr, attrs: &[api::OwnedAttr]) -> Option<InputLayout> {
-    let name = name.to_str().ok()?;
-    let layout = DEFERRABLE.iter().find(|(op, _)| *op == name)?.1;
-    api::settable_on_node(attrs).then_some(layout)
-}
 
 /// Where an input of a recorded op comes from.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
@@ -226,17 +78,7 @@ struct OutputMeta {
 struct Compiled {
     live: Vec<(u32, u32)>,
     /// `None`: building it failed, so the run replays op by op.
-    graph: Option<CompiledRun>,
-}
-
-/// A compiled run: a session over its own graph, where its inputs are fed and its held outputs
-/// fetched. One session per run, not one for all: a session extends and re-places its whole
-/// graph whenever nodes are added, so with one shared graph each compile cost about 1 ms per run
-/// compiled before it (240 runs of 36 ops: 6 ms for the first, 240 ms for the last).
-struct CompiledRun {
-    session: Session,
-    feeds: Vec<NodeOutput>,
-    fetches: Vec<NodeOutput>,
+    graph: Option<CompiledGraph>,
 }
 
 /// An op of a run, the same every time the run is seen.
@@ -382,7 +224,7 @@ pub fn run_prepared(
     io: &mut [f64],
 ) -> Result<u32> {
     let prepared = &plans[plan as usize];
-    let step = if state.tracer.enabled && prepared.deferrable.is_some() {
+    let step = if state.tracer.enabled && prepared.node.is_some_and(|kind| kind.deferrable) {
         classify(state, plan, ids)?
     } else {
         Step::Eager
@@ -826,7 +668,10 @@ fn run_compiled(state: &mut EnvState, plans: &[PreparedOp], run: &mut Run) -> Re
     let computed = state.tracer.trie[end].compiled[index]
         .graph
         .as_ref()
-        .and_then(|compiled| execute(compiled, &run.externals, &state.status).ok());
+        .and_then(|compiled| {
+            let feeds: Vec<&TensorHandle> = run.externals.iter().collect();
+            compiled.run(&feeds, &state.status).ok()
+        });
     let Some(outputs) = computed.filter(|outputs| outputs.len() == live_ids.len()) else {
         return replay(state, plans, run);
     };
@@ -838,111 +683,56 @@ fn run_compiled(state: &mut EnvState, plans: &[PreparedOp], run: &mut Run) -> Re
     Ok(())
 }
 
-/// Feeds `externals` to a compiled run and fetches its held outputs.
-fn execute(
-    compiled: &CompiledRun,
-    externals: &[TensorHandle],
-    status: &Status,
-) -> Result<Vec<TensorHandle>> {
-    let session = &compiled.session;
-    let tensors = externals
-        .iter()
-        .map(|handle| handle.resolve(status))
-        .collect::<Result<Vec<_>>>()?;
-    let feeds: Vec<_> = compiled
-        .feeds
-        .iter()
-        .zip(&tensors)
-        .map(|(&feed, tensor)| (session.port_of(feed), tensor))
-        .collect();
-    let fetches: Vec<_> = compiled
-        .fetches
-        .iter()
-        .map(|&f| session.port_of(f))
-        .collect();
-    session
-        .run(&feeds, &fetches, status)?
-        .iter()
-        .map(|tensor| TensorHandle::from_tensor(tensor, status))
-        .collect()
-}
-
 /// Builds a graph of the run's ops that `live` needs, in a session of its own.
 fn compile(
     state: &mut EnvState,
     plans: &[PreparedOp],
     run: &Run,
     live: &[(u32, u32)],
-) -> Result<CompiledRun> {
-    let status = &state.status;
+) -> Result<CompiledGraph> {
     let tracer = &state.tracer;
-    let session = Session::in_caller_thread(status)?;
-    let graph = session.graph();
-    let mut feeds = Vec::with_capacity(run.externals.len());
-    for (k, handle) in run.externals.iter().enumerate() {
-        let dtype = handle
-            .dtype()
-            .map_err(|code| Error::Invalid(format!("dtype {code} cannot be fed")))?;
-        let mut node = graph.node(c"Placeholder", &node_name("x", k)?)?;
-        node.set_type(c"dtype", dtype.tf);
-        feeds.push(node.finish(status)?);
-    }
-    // The run is all deferred, so its deferred ops are its ops by depth.
-    let needed = needed_ops(run, &state.tensors);
-    let mut built: Vec<Option<NodeOutput>> = vec![None; run.nodes.len()];
-    for depth in 0..run.nodes.len() {
-        if !needed[depth] {
-            continue;
-        }
-        let trie_node = &tracer.trie[run.nodes[depth] as usize];
-        let prepared = &plans[trie_node.plan as usize];
-        let inputs = trie_node
-            .inputs
-            .iter()
-            .map(|input| match *input {
-                InputRef::External(k) => Ok(feeds[k as usize]),
-                InputRef::Node { depth, output } => built[depth as usize]
-                    .map(|node| node.at(output as usize))
-                    .ok_or_else(|| Error::Invalid("an input node was not built".into())),
-            })
-            .collect::<Result<Vec<_>>>()?;
-        let layout = prepared
-            .deferrable
-            .ok_or_else(|| Error::Invalid("a recorded op cannot be deferred".into()))?;
-        let mut node = graph.node(&prepared.name, &node_name("n", depth)?)?;
-        match layout {
-            InputLayout::Single => inputs.iter().for_each(|&i| node.add_input(i)),
-            InputLayout::List => node.add_input_list(&inputs),
-            InputLayout::ListThenOne => {
-                let (list, last) = inputs.split_at(inputs.len().saturating_sub(1));
-                node.add_input_list(list);
-                last.iter().for_each(|&i| node.add_input(i));
-            }
-        }
-        // The node is finished even when an attr fails, so its description is not leaked.
-        let applied = api::apply_to_node(&mut node, &prepared.attrs);
-        let finished = node.finish(status);
-        applied?;
-        built[depth] = Some(finished?);
-    }
-    let fetches = live
+    let feed_dtypes = run
+        .externals
         .iter()
-        .map(|&(depth, output)| {
-            built[depth as usize]
-                .map(|node| node.at(output as usize))
-                .ok_or_else(|| Error::Invalid("an output node was not built".into()))
+        .map(|handle| {
+            handle
+                .dtype()
+                .map_err(|code| Error::Invalid(format!("dtype {code} cannot be fed")))
         })
         .collect::<Result<Vec<_>>>()?;
+    // The run is all deferred, so its deferred ops are its ops by depth.
+    let needed = needed_ops(run, &state.tensors);
+    let steps = run.nodes.iter().zip(&needed).map(|(&node, &needed)| {
+        needed.then(|| {
+            let trie_node = &tracer.trie[node as usize];
+            NodeOp {
+                prepared: &plans[trie_node.plan as usize],
+                inputs: trie_node.inputs.iter().map(|&input| input.into()).collect(),
+            }
+        })
+    });
+    let fetches: Vec<Ref> = live
+        .iter()
+        .map(|&(depth, output)| Ref::Node {
+            index: depth,
+            output,
+        })
+        .collect();
+    let graph = CompiledGraph::build(&feed_dtypes, steps, &fetches, &state.status)?;
     state.tracer.counters.compiled_runs += 1;
-    Ok(CompiledRun {
-        session,
-        feeds,
-        fetches,
-    })
+    Ok(graph)
 }
 
-fn node_name(kind: &str, index: usize) -> Result<CString> {
-    CString::new(format!("{kind}{index}")).map_err(|e| Error::Invalid(e.to_string()))
+impl From<InputRef> for Ref {
+    fn from(input: InputRef) -> Ref {
+        match input {
+            InputRef::External(k) => Ref::Feed(k),
+            InputRef::Node { depth, output } => Ref::Node {
+                index: depth,
+                output,
+            },
+        }
+    }
 }
 
 /// Forgets every learned run, with the sessions of the compiled ones.

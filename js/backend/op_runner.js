@@ -19,6 +19,8 @@ class OpRunner {
     this.dtypeNames = binding.dtypeNames();
     /** `op|attrs` key -> prepared id. */
     this.byKey = new Map();
+    /** The call being recorded as a graph (js/graphs/recording.js), or null. */
+    this.recording = null;
   }
 
   /** Runs `opName` and returns its outputs as `[{id, shape, dtype}]`. Throws the binding's errors. */
@@ -27,9 +29,22 @@ class OpRunner {
     const inputs = inputIds.length;
     const prepared = inputs <= IO_LENGTH && numOutputs * OUTPUT_ROOM <= IO_LENGTH ?
         this.prepared(opName, attrs) : -1;
-    if (prepared < 0) return this.binding.executeOp(opName, attrs, inputIds, numOutputs);
+    if (prepared < 0) {
+      if (this.recording !== null) this.recording.fail(`${opName} takes the slow path`);
+      return this.binding.executeOp(opName, attrs, inputIds, numOutputs);
+    }
     for (let i = 0; i < inputs; i++) io[i] = inputIds[i];
-    const count = this.binding.runPreparedOp(prepared, io, inputs, numOutputs);
+    const outs = this.readOutputs(this.binding.runPreparedOp(prepared, io, inputs, numOutputs));
+    if (this.recording !== null) this.recording.op(prepared, inputIds, outs);
+    return outs;
+  }
+
+  /**
+   * The `count` outputs the binding wrote into `io` (`runPreparedOp`, `runCall`): per output
+   * `id, dtype index, rank, dims...`, as `[{id, shape, dtype}]`.
+   */
+  readOutputs(count) {
+    const io = this.io;
     const outs = new Array(count);
     let at = 0;
     for (let k = 0; k < count; k++) {

@@ -178,6 +178,7 @@ class TensorFlowBackend extends tfc.KernelBackend {
   }
 
   readSync(dataId) {
+    this.notRecordable('reads a tensor\'s values');
     const rec = this.record(dataId);
     if (this.othersHold(dataId, rec)) {
       // Another tensor holds the same data (a clone, a variable and the tensor it was set from,
@@ -257,6 +258,7 @@ class TensorFlowBackend extends tfc.KernelBackend {
 
   /** Runs session `id` on native input ids; returns the raw outputs `[{id, shape, dtype}]`. */
   runSavedModel(id, inputIds, inputNames, outputNames) {
+    this.notRecordable('runs a SavedModel');
     return this.binding.runSavedModel(id, inputIds, inputNames, outputNames);
   }
 
@@ -305,6 +307,21 @@ class TensorFlowBackend extends tfc.KernelBackend {
   }
 
   /**
+   * `idOf(t)`, after giving `t`'s record a native tensor of its own when other records share
+   * its id (a cached constant, the tensor a variable was made from), so that the id stands for
+   * `t` alone. Numeric tensors only.
+   */
+  ownId(t) {
+    const id = this.idOf(t);
+    if (!this.sharedIds.has(id)) return id;
+    const rec = this.uploaded(t);
+    const own = this.binding.reshapeTensor(id, rec.shape);
+    this.dropId(id);
+    rec.id = own;
+    return own;
+  }
+
+  /**
    * The uploaded record of a TensorInfo, whatever its native shape; null for
    * a raw op output. For kernels that re-view the tensor themselves.
    */
@@ -333,7 +350,10 @@ class TensorFlowBackend extends tfc.KernelBackend {
    */
   nativeView(id, nativeShape, shape, dtype) {
     if (sameShape(nativeShape, shape)) return this.shareId(id);
-    if (!this.deferring) return this.binding.reshapeTensor(id, shape);
+    // A call being recorded needs the op too: a graph has no native re-views.
+    if (!this.deferring && this.ops.recording === null) {
+      return this.binding.reshapeTensor(id, shape);
+    }
     return this.execRaw('Reshape', this.reshapeAttrs(dtype), [id, this.vec(shape)], 1)[0].id;
   }
 
@@ -361,7 +381,14 @@ class TensorFlowBackend extends tfc.KernelBackend {
    * a fresh id with one owner. The one createTensor call of the package.
    */
   createRaw(shape, dtype, data) {
-    return this.binding.createTensor(shape, dtype, data);
+    const id = this.binding.createTensor(shape, dtype, data);
+    if (this.ops.recording !== null) this.ops.recording.created(id, shape, dtype, data);
+    return id;
+  }
+
+  /** A call being recorded as a graph cannot be one if it does `what` (a graph cannot). */
+  notRecordable(what) {
+    if (this.ops.recording !== null) this.ops.recording.fail(what);
   }
 
   /**
@@ -369,6 +396,7 @@ class TensorFlowBackend extends tfc.KernelBackend {
    * outlive the id.
    */
   readRaw(id) {
+    this.notRecordable('reads a tensor\'s values');
     return this.binding.tensorDataSync(id);
   }
 

@@ -8,6 +8,7 @@ const savedModel = require('./saved_model');
 const image = require('./image');
 const tensorboard = require('./tensorboard');
 const int64 = require('./int64');
+const graphs = require('../graphs');
 const {installIO} = require('./io');
 const {installProgressBar} = require('./progbar');
 
@@ -37,4 +38,7 @@ module.exports = {
   SummaryFileWriter: tensorboard.SummaryFileWriter,
   tensorBoard: tensorboard.tensorBoard,
   TensorBoardCallback: tensorboard.TensorBoardCallback,
+  // Whole calls as graphs
+  function: graphs.graphFunction,
+  callGraphStats: graphs.callGraphStats,
 };

@@ -13,14 +13,15 @@ use super::js_call;
 use super::validate::{self, Signature};
 use crate::env_state::EnvState;
 use crate::error::{Error, Result};
-use crate::js::{Js, Value};
+use crate::js::{Js, TypedArrayView, Value};
 use crate::op_cache::OpCache;
 use crate::tf::context::Context;
 use crate::tf::dtype::DTYPES;
 use crate::tf::handle::TensorHandle;
 use crate::tf::signals::{self, AsyncSignalsBlocked};
 use crate::tf::status::Status;
-use crate::trace::{self, InputLayout};
+use crate::graphs::nodes::{self, NodeKind};
+use crate::trace;
 
 /// Outputs beyond this are a caller's mistake, not an op's (the widest TF ops have a few dozen).
 const MAX_OUTPUTS: i64 = 4096;
@@ -32,8 +33,8 @@ pub struct PreparedOp {
     /// The inputs a call must bring, checked against the op's definition once.
     signature: Signature,
     uses_generated_gemm: bool,
-    /// How the op's inputs group into graph arguments; `None`: it is never deferred.
-    pub(crate) deferrable: Option<InputLayout>,
+    /// How the op can be a graph node; `None`: it only runs eagerly.
+    pub(crate) node: Option<NodeKind>,
 }
 
 /// Where a call's attributes come from.
@@ -281,7 +282,7 @@ pub fn prepare_op(env: Env, name: Unknown, attrs: Unknown) -> napi::Result<u32> 
         state.prepared_ops.push(PreparedOp {
             signature,
             uses_generated_gemm: signals::uses_generated_gemm(name.to_bytes()),
-            deferrable: trace::deferrable(&name, &attrs),
+            node: nodes::node_kind(&name, &attrs),
             name,
             attrs,
         });
@@ -304,41 +305,59 @@ pub fn run_prepared_op(
 ) -> napi::Result<u32> {
     js_call(&env, |js| {
         let state = EnvState::get(js)?;
-        let mut view = js
-            .float64_array(io.raw())?
-            .ok_or_else(|| Error::Type("io must be a Float64Array".into()))?;
-        let io = view
-            .f64s_mut()
-            .ok_or_else(|| Error::Type("io must be an attached Float64Array".into()))?;
-        if num_inputs as usize > io.len() {
-            return Err(Error::Range(format!(
-                "io holds {} values, fewer than numInputs {num_inputs}",
-                io.len()
-            )));
-        }
+        let mut view = io_array(js, io)?;
+        let io = io_values(&mut view)?;
         let mut ids = std::mem::take(&mut state.scratch.ids);
-        ids.clear();
-        for &id in &io[..num_inputs as usize] {
-            if !(id >= 0.0 && id.fract() == 0.0) {
-                state.scratch.ids = ids;
-                return Err(Error::Range(format!(
-                    "io holds {id}, which is not a tensor id"
-                )));
-            }
-            ids.push(id as u64);
-        }
-        let plans = std::mem::take(&mut state.prepared_ops);
-        let ran = if (prepared as usize) < plans.len() {
-            trace::run_prepared(state, &plans, prepared, &ids, num_outputs as i64, io)
-        } else {
-            Err(Error::Invalid(format!(
-                "prepared op {prepared} does not exist"
-            )))
-        };
-        state.prepared_ops = plans;
+        let ran = read_ids(io, num_inputs, &mut ids).and_then(|()| {
+            let plans = std::mem::take(&mut state.prepared_ops);
+            let ran = if (prepared as usize) < plans.len() {
+                trace::run_prepared(state, &plans, prepared, &ids, num_outputs as i64, io)
+            } else {
+                Err(Error::Invalid(format!(
+                    "prepared op {prepared} does not exist"
+                )))
+            };
+            state.prepared_ops = plans;
+            ran
+        });
         state.scratch.ids = ids;
         ran
     })
+}
+
+/// The `io` array of the fast path (`runPreparedOp`, `runCall`).
+pub(super) fn io_array(js: Js, io: Unknown) -> Result<TypedArrayView> {
+    js.float64_array(io.raw())?
+        .ok_or_else(|| Error::Type("io must be a Float64Array".into()))
+}
+
+pub(super) fn io_values(view: &mut TypedArrayView) -> Result<&mut [f64]> {
+    view.f64s_mut()
+        .ok_or_else(|| Error::Type("io must be an attached Float64Array".into()))
+}
+
+/// Reads the first `count` values of `io` into `ids`, each a tensor id.
+pub(super) fn read_ids(io: &[f64], count: u32, ids: &mut Vec<u64>) -> Result<()> {
+    if count as usize > io.len() {
+        return Err(Error::Range(format!(
+            "io holds {} values, fewer than {count} inputs",
+            io.len()
+        )));
+    }
+    ids.clear();
+    for &id in &io[..count as usize] {
+        ids.push(tensor_id(id)?);
+    }
+    Ok(())
+}
+
+/// A tensor id given as a JS number.
+pub(super) fn tensor_id(id: f64) -> Result<u64> {
+    if id >= 0.0 && id.fract() == 0.0 && id <= u64::MAX as f64 {
+        Ok(id as u64)
+    } else {
+        Err(Error::Range(format!("{id} is not a tensor id")))
+    }
 }
 
 /// Writes each output's id, dtype index and shape into `io`. Outputs that do not fit are

@@ -54,6 +54,8 @@ pub struct Stats {
     pub compiled_runs: f64,
     /// Runs of deferred ops executed as one session run of those nodes.
     pub graph_runs: f64,
+    /// Whole calls compiled into graphs (`compileCall`) and alive.
+    pub call_graphs: u32,
 }
 
 #[napi_derive::napi]
@@ -73,6 +75,7 @@ pub fn stats(env: Env) -> napi::Result<Stats> {
             deferred_ops: state.tracer.counters.deferred_ops as f64,
             compiled_runs: state.tracer.counters.compiled_runs as f64,
             graph_runs: state.tracer.counters.graph_runs as f64,
+            call_graphs: state.calls.len() as u32,
         })
     })
 }

@@ -2,6 +2,7 @@
 
 mod args;
 mod attrs;
+mod calls;
 mod execute;
 mod info;
 mod op_defs;

@@ -9,6 +9,7 @@ use tensorflow_sys as sys;
 
 use super::graph::{Graph, NodeOutput};
 use super::signals::AsyncSignalsBlocked;
+use super::dtype::DType;
 use super::status::Status;
 use super::tensor::Tensor;
 use crate::error::{Error, Result};
@@ -151,6 +152,11 @@ impl Session {
     pub fn port_dtype(&self, port: Port<'_>) -> i32 {
         // SAFETY: the port's operation belongs to this live graph and its index is in range.
         unsafe { TF_OperationOutputTypeCode(port.output) }
+    }
+
+    /// The dtype TF declares for a node output of this session's graph.
+    pub fn output_dtype(&self, output: NodeOutput) -> Option<DType> {
+        DType::from_tf_code(self.port_dtype(self.port_of(output)))
     }
 
     /// Feeds `inputs` and fetches `outputs`, returning one tensor per output.

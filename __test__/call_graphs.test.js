@@ -1,0 +1,265 @@
+'use strict';
+// Whole calls as graphs (js/graphs/): a model's predict, training and test steps, GraphModel
+// execute and tf.node.function run as one TF graph from their third call with the same key.
+// Nothing may change but speed: values as eager (and as tfjs's cpu backend), fresh random
+// values per call, variables and optimizer state as eager, changes seen at once, tensor
+// counts as eager, errors at the call, and a switch that turns it off.
+
+const test = require('node:test');
+const assert = require('node:assert');
+const path = require('path');
+
+const tf = require('..');
+
+const FLAG = 'TFJS_NODE_RS_CALL_GRAPHS';
+
+function close(actual, expected, eps = 1e-4, what = '') {
+  assert.strictEqual(actual.length, expected.length, `${what} length`);
+  for (let i = 0; i < expected.length; i++) {
+    assert.ok(Math.abs(actual[i] - expected[i]) <= eps * Math.max(1, Math.abs(expected[i])),
+              `${what}[${i}] ${actual[i]} != ${expected[i]}`);
+  }
+}
+
+/** Runs `fn` with call graphs on `backend` ('tensorflow' with graphs on or off, or 'cpu'). */
+async function on(mode, fn) {
+  const before = tf.getBackend();
+  tf.env().set(FLAG, mode !== 'eager');
+  await tf.setBackend(mode === 'cpu' ? 'cpu' : 'tensorflow');
+  try {
+    return await fn();
+  } finally {
+    tf.env().set(FLAG, true);
+    await tf.setBackend(before);
+  }
+}
+
+const replays = () => tf.node.callGraphStats().replays;
+
+const init = (seed) => tf.initializers.glorotUniform({seed});
+
+/** A convnet with batch norm, trained with adam on sparse labels, with an accuracy metric. */
+function convnet() {
+  const m = tf.sequential();
+  m.add(tf.layers.conv2d({filters: 4, kernelSize: 3, inputShape: [8, 8, 1],
+                          kernelInitializer: init(1), activation: 'relu'}));
+  m.add(tf.layers.batchNormalization());
+  m.add(tf.layers.maxPooling2d({poolSize: 2}));
+  m.add(tf.layers.flatten());
+  m.add(tf.layers.dense({units: 3, kernelInitializer: init(2), activation: 'softmax'}));
+  m.compile({optimizer: tf.train.adam(0.01), loss: 'sparseCategoricalCrossentropy',
+             metrics: ['accuracy']});
+  return m;
+}
+
+function data(n = 32) {
+  const xs = Array.from({length: n * 64}, (_, i) => Math.sin(i * 0.37));
+  return {
+    x: tf.tensor4d(xs, [n, 8, 8, 1]),
+    y: tf.tensor2d(Array.from({length: n}, (_, i) => i % 3), [n, 1]),
+  };
+}
+
+/** Trains and evaluates the convnet; returns every number a user sees of it. */
+async function trainConvnet() {
+  const m = convnet();
+  const {x, y} = data();
+  const h = await m.fit(x, y, {epochs: 5, batchSize: 8, shuffle: false, verbose: 0});
+  const lossOnBatch = await m.trainOnBatch(x, y);
+  const evaluated = m.evaluate(x, y, {batchSize: 16}).map((t) => t.dataSync()[0]);
+  const predicted = Array.from(m.predict(x).dataSync());
+  const weights = m.getWeights().map((w) => Array.from(w.dataSync()));
+  const result = {loss: h.history.loss, acc: h.history.acc, lossOnBatch: lossOnBatch[0],
+                  evaluated, predicted, weights, iterations: m.optimizer.iterations};
+  m.dispose();
+  x.dispose();
+  y.dispose();
+  return result;
+}
+
+test('fit, trainOnBatch, evaluate and predict replay as graphs and match eager and cpu',
+     async () => {
+       const before = replays();
+       const graphs = await on('graphs', trainConvnet);
+       assert.ok(replays() - before >= 15, `replays: ${replays() - before}`);
+       const eager = await on('eager', trainConvnet);
+       const cpu = await on('cpu', trainConvnet);
+       for (const [name, want, eps] of [['eager', eager, 1e-5], ['cpu', cpu, 1e-4]]) {
+         close(graphs.loss, want.loss, eps, `${name} loss`);
+         close(graphs.acc, want.acc, eps, `${name} acc`);
+         close([graphs.lossOnBatch], [want.lossOnBatch], eps, `${name} trainOnBatch`);
+         close(graphs.evaluated, want.evaluated, eps, `${name} evaluate`);
+         close(graphs.predicted, want.predicted, eps, `${name} predict`);
+         // Kernel, bias, batch norm's gamma, beta and moving statistics, the dense layer.
+         graphs.weights.forEach((w, i) => close(w, want.weights[i], eps, `${name} weight ${i}`));
+         assert.strictEqual(graphs.iterations, want.iterations, `${name} optimizer iterations`);
+       }
+     });
+
+test('replayed calls leave the tensor counts of eager calls', async () => {
+  const counts = async () => {
+    const m = convnet();
+    const {x, y} = data(16);
+    const base = tf.memory().numTensors;
+    const seen = [];
+    for (let i = 0; i < 5; i++) {
+      await m.fit(x, y, {epochs: 1, batchSize: 8, verbose: 0});
+      const p = m.predict(x);
+      seen.push(tf.memory().numTensors - base);
+      p.dispose();
+    }
+    m.dispose();
+    tf.dispose([x, y]);
+    return seen;
+  };
+  const graphs = await on('graphs', counts);
+  const eager = await on('eager', counts);
+  assert.deepStrictEqual(graphs, eager);
+});
+
+test('dropout draws a fresh mask on every replay of a training step', async () => {
+  const m = tf.sequential();
+  m.add(tf.layers.dropout({rate: 0.5, inputShape: [64]}));
+  m.add(tf.layers.dense({units: 1, kernelInitializer: 'ones', useBias: false}));
+  m.compile({optimizer: tf.train.sgd(0), loss: 'meanSquaredError'});
+  const x = tf.ones([4, 64]);
+  const y = tf.zeros([4, 1]);
+  const before = replays();
+  const losses = [];
+  for (let i = 0; i < 8; i++) losses.push((await m.trainOnBatch(x, y)));
+  assert.ok(replays() - before >= 5, 'the training step replays');
+  // Each loss is the mean of (sum of 64 inputs kept and doubled)^2: a fresh mask each call.
+  assert.ok(new Set(losses).size >= 7, `losses repeat: ${losses}`);
+  for (const loss of losses) assert.ok(loss > 500 && loss < 10000, `loss ${loss}`);
+  // The mask of an explicit dropout keeps about half, scaled by 2.
+  const drop = tf.node.function((t) => tf.dropout(t, 0.5));
+  const masks = [];
+  for (let i = 0; i < 5; i++) masks.push(Array.from(drop(tf.ones([1000])).dataSync()));
+  for (const mask of masks) {
+    assert.ok(mask.every((v) => v === 0 || v === 2), 'values 0 or 2');
+    const kept = mask.filter((v) => v === 2).length;
+    assert.ok(kept > 400 && kept < 600, `kept ${kept}`);
+  }
+  assert.notDeepStrictEqual(masks[3], masks[4]);
+  m.dispose();
+});
+
+test('setWeights, trainable changes, a new optimizer setting and a new shape are seen at once',
+     async () => {
+       const run = async () => {
+         const m = tf.sequential();
+         m.add(tf.layers.dense({units: 2, inputShape: [3], kernelInitializer: init(3)}));
+         m.add(tf.layers.dense({units: 1, kernelInitializer: init(4)}));
+         m.compile({optimizer: tf.train.sgd(0.01), loss: 'meanSquaredError'});
+         const x = tf.tensor2d([[1, 2, 3], [0, -1, 2], [3, 1, 0], [1, 1, 1]]);
+         const y = tf.tensor2d([[1], [0], [2], [1]]);
+         const seen = [];
+         const predict = (t) => seen.push(...m.predict(t).dataSync());
+         for (let i = 0; i < 4; i++) predict(x);
+         m.setWeights([tf.ones([3, 2]), tf.zeros([2]), tf.ones([2, 1]), tf.zeros([1])]);
+         predict(x);
+         predict(x.slice([0, 0], [2, 3]));
+         for (let i = 0; i < 4; i++) seen.push(...(await m.fit(x, y, {epochs: 1, verbose: 0})).history.loss);
+         m.layers[0].trainable = false;
+         m.compile({optimizer: tf.train.sgd(0.01), loss: 'meanSquaredError'});
+         for (let i = 0; i < 4; i++) seen.push(...(await m.fit(x, y, {epochs: 1, verbose: 0})).history.loss);
+         m.optimizer.setLearningRate(0.001);
+         for (let i = 0; i < 4; i++) seen.push(...(await m.fit(x, y, {epochs: 1, verbose: 0})).history.loss);
+         predict(x);
+         m.dispose();
+         return seen;
+       };
+       const graphs = await on('graphs', run);
+       close(graphs, await on('eager', run), 1e-5, 'eager');
+       close(graphs, await on('cpu', run), 1e-4, 'cpu');
+     });
+
+test('tf.node.function: one graph per input signature, values as eager', async () => {
+  let traced = 0;
+  const f = tf.node.function((a, b, scale) => {
+    traced++;
+    return {sum: a.add(b).mul(scale), prod: tf.matMul(a, b, false, true)};
+  });
+  const a = tf.tensor2d([[1, 2], [3, 4]]);
+  const b = tf.tensor2d([[5, 6], [7, 8]]);
+  const before = replays();
+  for (let i = 0; i < 5; i++) {
+    const {sum, prod} = f(a, b, 2);
+    close(Array.from(sum.dataSync()), [12, 16, 20, 24]);
+    close(Array.from(prod.dataSync()), [17, 23, 39, 53]);
+    tf.dispose([sum, prod]);
+  }
+  assert.strictEqual(traced, 2, 'recorded twice, then replayed');
+  assert.strictEqual(replays() - before, 3);
+  // A plain argument is part of the key; a new shape is a new key.
+  close(Array.from(f(a, b, 3).sum.dataSync()), [18, 24, 30, 36]);
+  close(Array.from(f(tf.ones([1, 2]), tf.ones([1, 2]), 1).sum.dataSync()), [2, 2]);
+  // The same tensor passed twice is its own key, fed by position.
+  for (let i = 0; i < 4; i++) close(Array.from(f(a, a, 1).sum.dataSync()), [2, 4, 6, 8]);
+  close(Array.from(f(a, b, 1).sum.dataSync()), [6, 8, 10, 12]);
+  // A scalar input that equals a constant the function uses: fed, not taken for the constant.
+  const addOne = tf.node.function((s) => s.add(tf.scalar(1)));
+  for (const v of [1, 1, 1, 5, 7]) assert.strictEqual(addOne(tf.scalar(v)).dataSync()[0], v + 1);
+});
+
+test('calls that read values or draw random numbers in JS stay eager and correct', async () => {
+  const reads = tf.node.function((t) => t.mul(t.max().dataSync()[0]));
+  for (const v of [1, 2, 3, 4, 5]) {
+    assert.strictEqual(reads(tf.tensor1d([v, 1])).dataSync()[0], v * v);
+  }
+  const random = tf.node.function((t) => t.add(tf.randomNormal(t.shape)));
+  const draws = [];
+  for (let i = 0; i < 6; i++) draws.push(random(tf.zeros([4])).dataSync()[0]);
+  assert.strictEqual(new Set(draws).size, 6, 'fresh random values each call');
+});
+
+test('a replayed call fails where the eager call fails, with TF\'s message', async () => {
+  const divide = tf.node.function((a, b) => tf.floorDiv(a, b));
+  const a = tf.tensor1d([7, 8], 'int32');
+  for (let i = 0; i < 4; i++) close(Array.from(divide(a, tf.tensor1d([2, 3], 'int32')).dataSync()), [3, 2]);
+  assert.ok(tf.node.callGraphStats().compiled >= 1);
+  const before = tf.memory().numTensors;
+  assert.throws(() => divide(a, tf.tensor1d([2, 0], 'int32')), /Integer division by zero/);
+  assert.strictEqual(tf.memory().numTensors, before + 1, 'only the divisor was created');
+});
+
+test('gradients through a model call see its ops (taped calls run eagerly)', async () => {
+  const run = async () => {
+    const m = tf.sequential();
+    m.add(tf.layers.dense({units: 2, inputShape: [3], kernelInitializer: init(5)}));
+    const x = tf.tensor2d([[1, 2, 3], [0, -1, 2]]);
+    for (let i = 0; i < 3; i++) m.predict(x).dispose();
+    const {grads} = tf.variableGrads(() => m.predict(x).square().sum());
+    const out = Object.values(grads).map((g) => Array.from(g.dataSync()));
+    m.dispose();
+    return out;
+  };
+  const graphs = await on('graphs', run);
+  const cpu = await on('cpu', run);
+  graphs.forEach((g, i) => close(g, cpu[i], 1e-5, `grad ${i}`));
+});
+
+test('GraphModel execute, predict and executeAsync replay and match the file made by TF',
+     async () => {
+       const dir = path.join(__dirname, 'fixtures', 'model_io', 'graph_model');
+       const want = require(path.join(dir, 'expected.json'));
+       const model = await tf.loadGraphModel(tf.io.fileSystem(path.join(dir, 'model.json')));
+       const x = tf.tensor(want.inputs.x.values, want.inputs.x.shape);
+       const before = replays();
+       for (let i = 0; i < 4; i++) {
+         close(Array.from(model.predict(x).dataSync()), want.outputs.y.values, 1e-6);
+         close(Array.from((await model.executeAsync(x)).dataSync()), want.outputs.y.values, 1e-6);
+       }
+       assert.ok(replays() - before >= 4, 'replayed');
+     });
+
+test('the switch turns call graphs off', async () => {
+  await on('eager', async () => {
+    const f = tf.node.function((t) => t.add(1));
+    const before = tf.node.callGraphStats();
+    for (let i = 0; i < 5; i++) assert.strictEqual(f(tf.scalar(1)).dataSync()[0], 2);
+    const after = tf.node.callGraphStats();
+    assert.strictEqual(after.recordings, before.recordings);
+    assert.strictEqual(after.replays, before.replays);
+  });
+});

@@ -1,0 +1,254 @@
+'use strict';
+// Whole calls as one TF graph. A call site (a model's predict, its training step, a
+// `tf.node.function`) owns a CallGraphs cache keyed by what the call depends on besides tensor
+// values: its inputs' dtypes and shapes and whatever the call site adds (batch size, optimizer
+// settings, trainable flags). Per key:
+//
+//   1. calls run eagerly while the backend records them (recording.js);
+//   2. once two consecutive recordings ran the same ops on the same outside tensors (the same
+//      variables, constants of equal values), the last is compiled (`compileCall`);
+//   3. later calls feed the inputs and the variables' current values to that graph in one
+//      `runCall`, make the outputs tfjs tensors, and assign the variables the call assigned.
+//
+// A recording that cannot be a graph (it reads values, writes random values from JS, creates
+// variables, keeps tensors it does not return), or keys that never repeat, leave the calls
+// eager after a few tries. Calls inside a gradient tape, inside a kernel or another recorded
+// call, while profiling, or on another backend always run eagerly.
+
+const tfc = require('@tensorflow/tfjs-core');
+const {Recording, rebuild, sameOutside} = require('./recording');
+const {TensorFlowBackend} = require('../backend/tensorflow_backend');
+
+/** Recordings per key before the key is left eager. */
+const MAX_RECORDINGS = 4;
+/** Keys per cache; calls of further keys run eagerly. */
+const MAX_KEYS = 64;
+/** The tfjs flag that turns call graphs off (`tf.env().set(FLAG, false)`). */
+const FLAG = 'TFJS_NODE_RS_CALL_GRAPHS';
+
+tfc.env().registerFlag(FLAG, () => process.env[FLAG] !== '0');
+
+/** Counters for `tf.node.callGraphStats()`. */
+const stats = {compiled: 0, replays: 0, recordings: 0, eagerKeys: 0, lastFailure: null};
+
+/** Frees a cache's graphs when the cache (its model or function) is collected. */
+const graphsOfCollected = new FinalizationRegistry(({binding, ids}) => {
+  for (const id of ids) binding.dropCall(id);
+});
+
+class CallGraphs {
+  /** @param label names the call site in `lastFailure` */
+  constructor(label) {
+    this.label = label;
+    this.entries = new Map();
+    /** Call graph ids alive, shared with the finalizer. */
+    this.held = {binding: null, ids: new Set()};
+  }
+
+  /**
+   * Runs `run()` (the eager call, on `inputs`, a flat list of tensors) as a graph when `key`
+   * has one, else eagerly, recording it. `sideEffects`, when given, is a JS counter the call
+   * moves (an optimizer's iteration count): `read()` is taken around recorded calls, and
+   * `replay(delta)` moves it on replays as the recorded call did.
+   */
+  call(key, inputs, run, sideEffects) {
+    const backend = tfc.backend();
+    if (!ready(backend)) return run();
+    const fullKey = key + aliasKey(inputs);
+    let entry = this.entries.get(fullKey);
+    if (entry === undefined) {
+      if (this.entries.size >= MAX_KEYS) return run();
+      entry = {recordings: 0, last: null, graph: null, eager: false};
+      this.entries.set(fullKey, entry);
+    }
+    if (entry.graph !== null) {
+      const replayed = this.replay(backend, entry, inputs);
+      if (replayed !== undefined) return replayed;
+    }
+    if (entry.eager) return run();
+    return this.record(backend, entry, inputs, run, sideEffects);
+  }
+
+  record(backend, entry, inputs, run, sideEffects) {
+    entry.recordings++;
+    stats.recordings++;
+    let recording;
+    try {
+      recording = new Recording(backend, inputs);
+    } catch (e) {
+      this.leaveEager(entry, `cannot record its inputs: ${e.message}`);
+      return run();
+    }
+    const before = sideEffects ? sideEffects.read() : undefined;
+    backend.ops.recording = recording;
+    let result;
+    try {
+      result = run();
+    } finally {
+      backend.ops.recording = null;
+    }
+    const call = recording.finish(result);
+    if (call === null) {
+      recording.release();
+      this.fail(entry, recording.failure);
+      return result;
+    }
+    if (sideEffects) call.sideEffect = sideEffects.read() - before;
+    const previous = entry.last;
+    if (previous !== null && previous.call.key === call.key &&
+        sameOutside(previous.call.outside, call.outside) &&
+        previous.call.sideEffect === call.sideEffect) {
+      previous.recording.release();
+      entry.last = null;
+      this.compile(backend, entry, call, recording, sideEffects);
+      recording.release();
+    } else {
+      if (previous !== null) previous.recording.release();
+      entry.last = {call, recording};
+      if (entry.recordings >= MAX_RECORDINGS) this.fail(entry, 'runs different ops each call');
+    }
+    return result;
+  }
+
+  compile(backend, entry, call, recording, sideEffects) {
+    // Feeds: the inputs and the variables' values, given anew each call, then the fixed ones.
+    const fed = [];
+    const fixed = [];
+    const feedOf = new Array(call.outside.length);
+    call.outside.forEach((o, k) => {
+      if (o.fixed === undefined) {
+        feedOf[k] = fed.length;
+        fed.push(o);
+      }
+    });
+    call.outside.forEach((o, k) => {
+      if (o.fixed !== undefined) {
+        feedOf[k] = fed.length + fixed.length;
+        fixed.push(o);
+      }
+    });
+    const toNative = (ref) => ref.outside !== undefined ? {feed: feedOf[ref.outside]} : ref;
+    const fetches = call.outputs.map((o) => toNative(o.ref))
+        .concat(call.assigned.map((a) => toNative(a.ref)));
+    let id;
+    try {
+      id = backend.binding.compileCall(
+          recording.ops.map(({op, inputs}) => ({op, inputs: inputs.map(toNative)})),
+          fed.map((o) => o.id), fixed.map((o) => o.fixed), fetches);
+    } catch (e) {
+      this.fail(entry, `cannot be a graph: ${e.message}`, true);
+      return;
+    }
+    this.held.binding = backend.binding;
+    if (this.held.ids.size === 0) graphsOfCollected.register(this, this.held, this.held);
+    this.held.ids.add(id);
+    entry.graph = {
+      id,
+      backend,
+      fed: fed.map((o) => o.input !== undefined ? {input: o.input} : {variable: o.variable}),
+      outputs: call.outputs,
+      assigned: call.assigned.map((a) => a.variable),
+      template: call.template,
+      sideEffect: call.sideEffect,
+      sideEffects,
+    };
+    stats.compiled++;
+  }
+
+  /** The call's result from its graph; undefined when the graph no longer fits the call. */
+  replay(backend, entry, inputs) {
+    const graph = entry.graph;
+    if (graph.backend !== backend) {
+      this.dropGraph(entry);
+      return undefined;
+    }
+    const runner = backend.ops;
+    const io = runner.io;
+    for (let k = 0; k < graph.fed.length; k++) {
+      const f = graph.fed[k];
+      io[k] = backend.idOf(f.input !== undefined ? inputs[f.input] : f.variable);
+    }
+    const outs = runner.readOutputs(backend.binding.runCall(graph.id, io, graph.fed.length));
+    const n = graph.outputs.length;
+    for (let i = 0; i < outs.length; i++) {
+      const want = i < n ? graph.outputs[i] : graph.assigned[i - n];
+      if (!sameShape(outs[i].shape, want.shape) || outs[i].dtype !== want.dtype) {
+        // Shapes that depend on values: the recorded JS decided on others. Run it eagerly.
+        for (const out of outs) backend.free(out);
+        this.dropGraph(entry);
+        this.leaveEager(entry, 'computes shapes from values');
+        return undefined;
+      }
+    }
+    const engine = tfc.engine();
+    const tensors = outs.map((out) => engine.makeTensorFromTensorInfo(backend.wrap(out), backend));
+    for (let j = 0; j < graph.assigned.length; j++) {
+      const value = tensors[n + j];
+      graph.assigned[j].assign(value);
+      value.dispose();
+    }
+    if (graph.sideEffects) graph.sideEffects.replay(graph.sideEffect);
+    stats.replays++;
+    return rebuild(graph.template, tensors);
+  }
+
+  dropGraph(entry) {
+    this.held.ids.delete(entry.graph.id);
+    entry.graph.backend.binding.dropCall(entry.graph.id);
+    entry.graph = null;
+  }
+
+  fail(entry, reason, final = false) {
+    stats.lastFailure = `${this.label}: ${reason}`;
+    if (final || entry.recordings >= MAX_RECORDINGS) this.leaveEager(entry, reason);
+  }
+
+  leaveEager(entry, reason) {
+    stats.lastFailure = `${this.label}: ${reason}`;
+    if (!entry.eager) stats.eagerKeys++;
+    entry.eager = true;
+    if (entry.last !== null) {
+      entry.last.recording.release();
+      entry.last = null;
+    }
+  }
+}
+
+/** Whether calls may be graphs now (see the header). */
+function ready(backend) {
+  const engine = tfc.engine();
+  const state = engine.state;
+  return backend instanceof TensorFlowBackend && backend.ops.recording === null &&
+      state.gradientDepth === 0 && state.kernelDepth === 0 &&
+      !state.profiling && tfc.env().getBool(FLAG) &&
+      !tfc.env().getBool('KEEP_INTERMEDIATE_TENSORS');
+}
+
+/** Which inputs are one tensor passed twice: part of the key, as the graph feeds by position. */
+function aliasKey(inputs) {
+  let key = '';
+  for (let i = 1; i < inputs.length; i++) {
+    for (let j = 0; j < i; j++) {
+      if (inputs[i].dataId === inputs[j].dataId) {
+        key += `|${i}=${j}`;
+        break;
+      }
+    }
+  }
+  return key;
+}
+
+/** The key part of tensors' dtypes and shapes. */
+function tensorsKey(tensors) {
+  let key = '';
+  for (const t of tensors) key += t.dtype + '[' + t.shape.join(',') + ']';
+  return key;
+}
+
+function sameShape(a, b) {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+module.exports = {CallGraphs, tensorsKey, stats, FLAG};

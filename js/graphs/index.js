@@ -1,0 +1,22 @@
+'use strict';
+// Whole calls as TF graphs: see call_graphs.js. Installed once, with the backend.
+
+const {installDropout} = require('./dropout');
+const {installModelGraphs, graphFunction} = require('./models');
+const {stats, FLAG} = require('./call_graphs');
+
+let installed = false;
+
+function installGraphs() {
+  if (installed) return;
+  installed = true;
+  installDropout();
+  installModelGraphs();
+}
+
+/** `tf.node.callGraphStats()`: counters of whole-call graphs in this process. */
+function callGraphStats() {
+  return {...stats};
+}
+
+module.exports = {installGraphs, graphFunction, callGraphStats, FLAG};

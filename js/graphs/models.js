@@ -1,0 +1,171 @@
+'use strict';
+// The call sites that run as whole graphs (call_graphs.js): LayersModel's predict loop (so
+// `predict`, `predictOnBatch` and Sequential's), its training step (`fit`, `fitDataset`,
+// `trainOnBatch` all run the function `makeTrainFunction` returns) and its test step
+// (`evaluate`, `evaluateDataset`, validation in `fit`); GraphModel's `execute` (so `predict`)
+// and `executeAsync` for models without control flow; and `tf.node.function`.
+//
+// Each key holds what the call's ops depend on besides tensors: structure that JS reads on
+// every call (the layers, which weights train, the optimizer and its settings) is part of it,
+// so that changing any of it records the call again instead of replaying a stale graph.
+
+const tfc = require('@tensorflow/tfjs-core');
+const {LayersModel} = require('@tensorflow/tfjs-layers');
+const {GraphModel} = require('@tensorflow/tfjs-converter');
+const {CallGraphs, tensorsKey} = require('./call_graphs');
+
+/** Call-site caches per model and kind. */
+const cachesOf = new WeakMap();
+
+function cacheOf(owner, kind) {
+  let caches = cachesOf.get(owner);
+  if (caches === undefined) {
+    caches = new Map();
+    cachesOf.set(owner, caches);
+  }
+  let cache = caches.get(kind);
+  if (cache === undefined) {
+    cache = new CallGraphs(`${owner.constructor.name}.${kind}`);
+    caches.set(kind, cache);
+  }
+  return cache;
+}
+
+/** Object identities as small numbers, for keys. */
+const identities = new WeakMap();
+let nextIdentity = 0;
+function identity(object) {
+  if (object == null) return '-';
+  let id = identities.get(object);
+  if (id === undefined) {
+    id = ++nextIdentity;
+    identities.set(object, id);
+  }
+  return id;
+}
+
+/** The key part of a LayersModel's structure: its layers and which of them train. */
+function layersKey(model) {
+  let key = `L${model.layers.length}:${model.trainable ? 1 : 0}`;
+  for (const layer of model.layers) key += layer.trainable ? '1' : '0';
+  return key;
+}
+
+/** The key part of a compiled model's training: what trains, how, and by what settings. */
+function trainingKey(model) {
+  const optimizer = model.optimizer_;
+  let key = `O${identity(optimizer)}${JSON.stringify(optimizer ? optimizer.getConfig() : null)}`;
+  for (const w of model.collectedTrainableWeights || []) key += ',' + w.id;
+  return key + `|${model.lossFunctions ? model.lossFunctions.map(identity).join(',') : ''}`;
+}
+
+/** An optimizer's iteration count, moved on replays as the recorded step moved it. */
+function iterationsOf(model) {
+  const optimizer = model.optimizer_;
+  if (optimizer == null || typeof optimizer.incrementIterations !== 'function') return undefined;
+  return {
+    read: () => optimizer.iterations,
+    replay: (delta) => {
+      for (let i = 0; i < delta; i++) optimizer.incrementIterations();
+    },
+  };
+}
+
+/** The tensors of `value` (a tensor, or arrays / plain objects of them), in order. */
+function tensorsOf(value, out = []) {
+  if (value instanceof tfc.Tensor) out.push(value);
+  else if (Array.isArray(value)) value.forEach((v) => tensorsOf(v, out));
+  else if (value !== null && typeof value === 'object' &&
+           Object.getPrototypeOf(value) === Object.prototype) {
+    for (const k of Object.keys(value)) tensorsOf(value[k], out);
+  }
+  return out;
+}
+
+/** The key of call arguments: tensors by dtype and shape, everything else by value. */
+function argsKey(value) {
+  if (value instanceof tfc.Tensor) return tensorsKey([value]);
+  if (Array.isArray(value)) return '[' + value.map(argsKey).join(',') + ']';
+  if (value !== null && typeof value === 'object') {
+    if (Object.getPrototypeOf(value) !== Object.prototype) return `#${identity(value)}`;
+    return '{' + Object.keys(value).map((k) => JSON.stringify(k) + ':' + argsKey(value[k]))
+        .join(',') + '}';
+  }
+  if (typeof value === 'function') return `#${identity(value)}`;
+  return typeof value === 'string' ? JSON.stringify(value) : String(value);
+}
+
+function installModelGraphs() {
+  const predictLoop = LayersModel.prototype.predictLoop;
+  LayersModel.prototype.predictLoop = function(ins, batchSize, verbose) {
+    const inputs = tensorsOf(ins);
+    const key = `${argsKey(ins)}b${batchSize}v${verbose ? 1 : 0}${layersKey(this)}`;
+    return cacheOf(this, 'predict').call(key, inputs,
+                                         () => predictLoop.call(this, ins, batchSize, verbose));
+  };
+
+  const makeTrainFunction = LayersModel.prototype.makeTrainFunction;
+  LayersModel.prototype.makeTrainFunction = function() {
+    const step = makeTrainFunction.call(this);
+    const cache = cacheOf(this, 'train');
+    return (data) => cache.call(`${argsKey(data)}${layersKey(this)}${trainingKey(this)}`,
+                                tensorsOf(data), () => step(data), iterationsOf(this));
+  };
+
+  const makeTestFunction = LayersModel.prototype.makeTestFunction;
+  LayersModel.prototype.makeTestFunction = function() {
+    makeTestFunction.call(this);
+    const step = this.testFunction;
+    const cache = cacheOf(this, 'test');
+    this.testFunction = (data) => cache.call(
+        `${argsKey(data)}${layersKey(this)}${trainingKey(this)}`, tensorsOf(data),
+        () => step(data));
+  };
+
+  const execute = GraphModel.prototype.execute;
+  GraphModel.prototype.execute = function(inputs, outputs) {
+    return cacheOf(this, 'execute').call(argsKey([inputs, outputs]), tensorsOf(inputs),
+                                         () => execute.call(this, inputs, outputs));
+  };
+
+  const executeAsync = GraphModel.prototype.executeAsync;
+  GraphModel.prototype.executeAsync = function(inputs, outputs) {
+    if (this.executor == null || hasDynamicOps(this)) {
+      return executeAsync.call(this, inputs, outputs);
+    }
+    return Promise.resolve().then(() => this.execute(inputs, outputs));
+  };
+}
+
+/**
+ * Whether a GraphModel's graph has ops that only `executeAsync` runs (control flow, dynamic
+ * shapes, hash tables): those stay on tfjs-converter's own asynchronous executor.
+ */
+function hasDynamicOps(model) {
+  let known = dynamicModels.get(model);
+  if (known === undefined) {
+    const nodes = Object.values(model.executor.graph.nodes);
+    known = nodes.some((node) => ['control', 'dynamic', 'hash_table'].includes(node.category)) ||
+        (model.executor.graph.functions != null &&
+         Object.keys(model.executor.graph.functions).length > 0);
+    dynamicModels.set(model, known);
+  }
+  return known;
+}
+const dynamicModels = new WeakMap();
+
+/**
+ * `tf.node.function(fn)`: `fn` (tensors, or arrays / plain objects of them, and plain values
+ * in; the same out) as one graph per key of its arguments, like Python's `tf.function`. It runs
+ * as `tf.tidy(fn)`; JS values it reads are fixed at the recording (pass them as arguments to
+ * key them).
+ */
+function graphFunction(fn) {
+  if (typeof fn !== 'function') throw new TypeError('tf.node.function: fn must be a function');
+  const cache = new CallGraphs(`function ${fn.name || '(anonymous)'}`);
+  return function(...args) {
+    return cache.call(argsKey(args), tensorsOf(args), () => tfc.tidy(() => fn.apply(this, args)));
+  };
+}
+
+module.exports = {installModelGraphs, graphFunction};

@@ -1,0 +1,223 @@
+'use strict';
+// What one eager call did, as the backend saw it: the prepared ops it ran and where each op's
+// inputs came from (an earlier op of the call, or a tensor from outside it), the tensors it
+// wrote from JS, and anything that rules a graph out (a read of values, an op off the fast
+// path, a SavedModel run). `finish` turns it into the description that `compileCall` takes,
+// with a key that two calls share exactly when they ran the same ops on the same outside
+// tensors, so that the graph of one computes what the other computed.
+
+const tfc = require('@tensorflow/tfjs-core');
+
+/** Elements of JS-written data kept to compare calls; a call writing more stays eager. */
+const MAX_WRITTEN_ELEMENTS = 1 << 20;
+
+class Recording {
+  /**
+   * @param backend the tensorflow backend
+   * @param inputs the call's input tensors, in the order replays feed them
+   * Throws when an input or a variable cannot have a native tensor of its own (strings).
+   */
+  constructor(backend, inputs) {
+    this.backend = backend;
+    this.failure = null;
+    /** `[{op, inputs: [ref]}]`, ref being `{node, output}` or `{outside: k}`. */
+    this.ops = [];
+    /** Native id -> ref, for every output of the call's ops and every outside tensor. */
+    this.refs = new Map();
+    /** Native ids of the outside tensors, by first use; each kept alive until `release`. */
+    this.outside = [];
+    /** Native id -> `{shape, dtype, values}` of what the call wrote from JS. */
+    this.written = new Map();
+    this.writtenElements = 0;
+    /** Native id -> input position. Uploaded first, so that the upload is not recorded. */
+    this.inputIds = new Map();
+    for (let i = 0; i < inputs.length; i++) {
+      const id = backend.ownId(inputs[i]);
+      if (!this.inputIds.has(id)) this.inputIds.set(id, i);
+    }
+    /** Native id -> variable, for the variables the call may read or assign. */
+    this.variables = new Map();
+    this.variablesBefore = new Map();
+    const registered = Object.values(tfc.engine().registeredVariables);
+    this.variableCount = registered.length;
+    for (const v of registered) {
+      if (backend.peek(v.dataId) === undefined) continue;
+      const id = backend.ownId(v);
+      this.variables.set(id, v);
+      this.variablesBefore.set(v, id);
+    }
+    this.tensorsBefore = tfc.engine().state.numTensors;
+  }
+
+  fail(reason) {
+    if (this.failure === null) this.failure = reason;
+  }
+
+  /** Prepared op `op` ran on native `inputIds`, giving `outs` (`[{id, shape, dtype}]`). */
+  op(op, inputIds, outs) {
+    const node = this.ops.length;
+    const inputs = new Array(inputIds.length);
+    for (let i = 0; i < inputIds.length; i++) inputs[i] = this.refOf(inputIds[i]);
+    this.ops.push({op, inputs});
+    for (let j = 0; j < outs.length; j++) this.refs.set(outs[j].id, {node, output: j});
+  }
+
+  /** The call made native tensor `id` from JS `data`. */
+  created(id, shape, dtype, data) {
+    this.writtenElements += data.length;
+    if (this.writtenElements > MAX_WRITTEN_ELEMENTS) {
+      this.fail(`writes more than ${MAX_WRITTEN_ELEMENTS} elements from JS`);
+      return;
+    }
+    const values = Array.isArray(data) ? data.map((bytes) => Buffer.from(bytes)) : data.slice();
+    this.written.set(id, {shape: shape.slice(), dtype, values});
+  }
+
+  refOf(id) {
+    let ref = this.refs.get(id);
+    if (ref === undefined) {
+      ref = {outside: this.outside.length};
+      this.outside.push(this.backend.shareId(id));
+      this.refs.set(id, ref);
+    }
+    return ref;
+  }
+
+  /**
+   * Ends the recording of a call that returned `result`: the call's description
+   * (`{key, outside, outputs, assigned, template}`), or null with `this.failure` set.
+   */
+  finish(result) {
+    const backend = this.backend;
+    const engine = tfc.engine();
+    const flat = [];
+    const template = flatten(result, flat);
+    if (template === undefined) this.fail('returns something other than tensors');
+    if (this.failure !== null) return null;
+    const outputs = [];
+    const newOutputs = new Set();
+    for (const t of flat) {
+      const ref = this.refs.get(backend.idOf(t));
+      if (ref === undefined || ref.outside !== undefined) {
+        this.fail('returns a tensor none of its ops computed');
+        return null;
+      }
+      outputs.push({ref, shape: t.shape.slice(), dtype: t.dtype});
+      newOutputs.add(t.id);
+    }
+    const assigned = [];
+    const registered = engine.registeredVariables;
+    for (const [v, before] of this.variablesBefore) {
+      if (v.isDisposed || registered[v.name] !== v) {
+        this.fail('disposes a variable');
+        return null;
+      }
+      const now = backend.idOf(v);
+      if (now === before) continue;
+      const ref = this.refs.get(now);
+      if (ref === undefined || ref.outside !== undefined) {
+        this.fail('assigns a variable a value none of its ops computed');
+        return null;
+      }
+      assigned.push({variable: v, ref});
+    }
+    if (Object.keys(registered).length !== this.variableCount) {
+      this.fail('creates variables');
+      return null;
+    }
+    // Replays create only the outputs, as the eager call must have done.
+    if (engine.state.numTensors - this.tensorsBefore !== newOutputs.size) {
+      this.fail('keeps tensors it does not return');
+      return null;
+    }
+    const outside = this.outside.map((id) => this.describeOutside(id));
+    let key = '';
+    for (const {op, inputs} of this.ops) key += op + '(' + inputs.map(refKey).join(',') + ')';
+    key += '>' + outputs.map((o) => refKey(o.ref)).join(',');
+    key += '>' + assigned.map((a) => refKey(a.ref)).join(',');
+    return {key, outside, outputs, assigned, template};
+  }
+
+  /** What a replay feeds for outside tensor `id`: an input, a variable's value, or itself. */
+  describeOutside(id) {
+    const input = this.inputIds.get(id);
+    if (input !== undefined) return {input, id};
+    const variable = this.variables.get(id);
+    if (variable !== undefined) return {variable, id};
+    return {fixed: id, written: this.written.get(id)};
+  }
+
+  /** Drops the recording's hold on the outside tensors. */
+  release() {
+    for (const id of this.outside) this.backend.dropId(id);
+    this.outside = [];
+  }
+}
+
+function refKey(ref) {
+  return ref.outside !== undefined ? 'x' + ref.outside : ref.node + '.' + ref.output;
+}
+
+/**
+ * Pushes the tensors of `value` (a tensor, or arrays / plain objects of them) onto `flat`;
+ * returns how to rebuild it (`rebuild`), or undefined when it holds anything else.
+ */
+function flatten(value, flat) {
+  if (value instanceof tfc.Tensor) {
+    flat.push(value);
+    return 0;
+  }
+  if (Array.isArray(value)) {
+    const items = value.map((v) => flatten(v, flat));
+    return items.includes(undefined) ? undefined : items;
+  }
+  if (value !== null && typeof value === 'object' && Object.getPrototypeOf(value) === Object.prototype) {
+    const entries = {};
+    for (const [k, v] of Object.entries(value)) {
+      entries[k] = flatten(v, flat);
+      if (entries[k] === undefined) return undefined;
+    }
+    return {entries};
+  }
+  return undefined;
+}
+
+/** The value `template` (from `flatten`) describes, with its tensors taken from `flat` in order. */
+function rebuild(template, flat, at = {next: 0}) {
+  if (template === 0) return flat[at.next++];
+  if (Array.isArray(template)) return template.map((t) => rebuild(t, flat, at));
+  const out = {};
+  for (const [k, t] of Object.entries(template.entries)) out[k] = rebuild(t, flat, at);
+  return out;
+}
+
+/** Whether two calls' outside tensors are the same, so one's graph computes the other. */
+function sameOutside(a, b) {
+  if (a.length !== b.length) return false;
+  for (let k = 0; k < a.length; k++) {
+    const x = a[k];
+    const y = b[k];
+    if (x.input !== undefined || y.input !== undefined) {
+      if (x.input !== y.input) return false;
+    } else if (x.variable !== undefined || y.variable !== undefined) {
+      if (x.variable !== y.variable) return false;
+    } else if (x.fixed !== y.fixed && !sameWritten(x.written, y.written)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+function sameWritten(a, b) {
+  if (a === undefined || b === undefined || a.dtype !== b.dtype) return false;
+  if (a.shape.length !== b.shape.length || a.shape.some((d, i) => d !== b.shape[i])) return false;
+  const x = a.values;
+  const y = b.values;
+  if (x.length !== y.length) return false;
+  for (let i = 0; i < x.length; i++) {
+    if (Buffer.isBuffer(x[i]) ? !x[i].equals(y[i]) : !Object.is(x[i], y[i])) return false;
+  }
+  return true;
+}
+
+module.exports = {Recording, rebuild, sameOutside};

@@ -1,0 +1,132 @@
+//! `compileCall`, `runCall`, `dropCall`: whole calls as one graph (`crate::graphs::calls`).
+
+use napi::bindgen_prelude::{Env, Unknown};
+
+use super::execute::{io_array, io_values, read_ids, tensor_id, write_outputs};
+use super::js_call;
+use crate::env_state::EnvState;
+use crate::error::{Error, Result};
+use crate::graphs::calls::{CallGraph, RecordedOp};
+use crate::graphs::compiled::Ref;
+
+/// Where a recorded op's input, or a call's output, comes from: `{feed}` (the call's feeds,
+/// the JS-fed ones first, then the fixed ones) or `{node, output}` (an earlier op's output).
+#[napi_derive::napi(object)]
+pub struct CallRef {
+    pub feed: Option<u32>,
+    pub node: Option<u32>,
+    pub output: Option<u32>,
+}
+
+/// An op the call ran: its prepared op (`prepareOp`) and its inputs.
+#[napi_derive::napi(object)]
+pub struct CallOp {
+    pub op: u32,
+    pub inputs: Vec<CallRef>,
+}
+
+impl TryFrom<&CallRef> for Ref {
+    type Error = Error;
+
+    fn try_from(r: &CallRef) -> Result<Ref> {
+        match (r.feed, r.node, r.output) {
+            (Some(k), None, None) => Ok(Ref::Feed(k)),
+            (None, Some(index), output) => Ok(Ref::Node {
+                index,
+                output: output.unwrap_or(0),
+            }),
+            _ => Err(Error::Type(
+                "a call ref is {feed} or {node, output}".into(),
+            )),
+        }
+    }
+}
+
+fn refs(list: &[CallRef]) -> Result<Vec<Ref>> {
+    list.iter().map(Ref::try_from).collect()
+}
+
+/// Compiles a recorded call into one graph; returns its id for `runCall`. `fedIds` are tensors
+/// of the recorded call that each call feeds anew (their dtypes type the feeds); `fixedIds`
+/// are tensors every call uses as they are now (the graph keeps them).
+#[napi_derive::napi(js_name = "compileCall")]
+pub fn compile_call(
+    env: Env,
+    ops: Vec<CallOp>,
+    fed_ids: Vec<f64>,
+    fixed_ids: Vec<f64>,
+    fetches: Vec<CallRef>,
+) -> napi::Result<u32> {
+    js_call(&env, |js| {
+        let state = EnvState::get(js)?;
+        let recorded = ops
+            .iter()
+            .map(|op| {
+                Ok(RecordedOp {
+                    plan: op.op,
+                    inputs: refs(&op.inputs)?,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let mut fed_dtypes = Vec::with_capacity(fed_ids.len());
+        let mut fixed = Vec::with_capacity(fixed_ids.len());
+        for (list, is_fed) in [(&fed_ids, true), (&fixed_ids, false)] {
+            for &id in list {
+                let id = tensor_id(id)?;
+                state.settle(id)?;
+                let handle = state.tensors.handle(id)?;
+                if is_fed {
+                    fed_dtypes.push(handle.dtype().map_err(|code| {
+                        Error::Invalid(format!("dtype {code} cannot be fed"))
+                    })?);
+                } else {
+                    fixed.push(handle.share(&state.status)?);
+                }
+            }
+        }
+        let graph = CallGraph::compile(
+            &state.prepared_ops,
+            &recorded,
+            &fed_dtypes,
+            fixed,
+            &refs(&fetches)?,
+            &state.status,
+        )?;
+        state.calls.insert(graph)
+    })
+}
+
+/// Runs call graph `call` on the `numFed` tensor ids in `io`; on return `io` holds its outputs
+/// as `runPreparedOp` writes them. Returns the number of outputs.
+#[napi_derive::napi(
+    js_name = "runCall",
+    ts_args_type = "call: number, io: Float64Array, numFed: number"
+)]
+pub fn run_call(env: Env, call: u32, io: Unknown, num_fed: u32) -> napi::Result<u32> {
+    js_call(&env, |js| {
+        let state = EnvState::get(js)?;
+        let mut view = io_array(js, io)?;
+        let io = io_values(&mut view)?;
+        let mut ids = std::mem::take(&mut state.scratch.ids);
+        let ran = read_ids(io, num_fed, &mut ids).and_then(|()| {
+            for &id in &ids {
+                state.settle(id)?;
+            }
+            let fed = ids
+                .iter()
+                .map(|&id| state.tensors.handle(id))
+                .collect::<Result<Vec<_>>>()?;
+            let outputs = state.calls.get(call)?.run(&fed, &state.status)?;
+            state.scratch.outputs.extend(outputs);
+            write_outputs(state, io)
+        });
+        state.scratch.ids = ids;
+        ran
+    })
+}
+
+/// Frees call graph `call`; false when it did not exist.
+#[napi_derive::napi(js_name = "dropCall")]
+pub fn drop_call(env: Env, call: u32) -> napi::Result<bool> {
+    js_call(&env, |js| Ok(EnvState::get(js)?.calls.remove(call)))
+}
