@@ -22,9 +22,9 @@ use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
 
 use crate::api::{self, PreparedOp};
-use crate::graphs::compiled::{CompiledGraph, NodeOp, Ref};
 use crate::env_state::EnvState;
 use crate::error::{Error, Result};
+use crate::graphs::compiled::{CompiledGraph, NodeOp, Ref};
 use crate::tensor_table::{IdHasher, TensorTable};
 use crate::tf::dtype::{Layout, DTYPES};
 use crate::tf::handle::TensorHandle;
@@ -372,13 +372,10 @@ fn defer(
     let room: usize = state.tracer.trie[child as usize]
         .outputs
         .iter()
-        .map(|meta| 3 + meta.dims.len())
+        .map(|meta| api::output_room(&meta.dims))
         .sum();
     if room > io.len() {
-        return Err(Error::Range(format!(
-            "io holds {} values, too few for the outputs",
-            io.len()
-        )));
+        return Err(api::too_small(io));
     }
     adopt_externals(state, &new)?;
     let tracer = &mut state.tracer;
@@ -402,7 +399,6 @@ fn defer(
     let mut output_ids = Vec::with_capacity(node.outputs.len());
     let mut at = 0;
     for (j, meta) in node.outputs.iter().enumerate() {
-        let needed = at + 3 + meta.dims.len();
         let elements: i64 = meta.dims.iter().product();
         let bytes = DTYPES[meta.dtype]
             .element_bytes()
@@ -416,13 +412,7 @@ fn defer(
             },
         );
         output_ids.push(id);
-        io[at] = id as f64;
-        io[at + 1] = meta.dtype as f64;
-        io[at + 2] = meta.dims.len() as f64;
-        for (slot, &dim) in io[at + 3..needed].iter_mut().zip(meta.dims.iter()) {
-            *slot = dim as f64;
-        }
-        at = needed;
+        at += api::write_output(&mut io[at..], id, Some(meta.dtype), &meta.dims);
     }
     run.deferred.push(DeferredOp {
         plan,

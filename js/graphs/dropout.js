@@ -44,10 +44,18 @@ function maskShape(shape, noiseShape) {
 
 /**
  * Makes tfjs-core's `dropout` export this one. tfjs-layers reads it through its namespace of
- * tfjs-core on every call, and `@tensorflow/tfjs` re-exports it the same way.
+ * tfjs-core on every call, and `@tensorflow/tfjs` re-exports it the same way. A build of
+ * tfjs-core whose exports cannot be redefined (an ES-module namespace: tfjs-core's own test
+ * suite loads one) keeps its dropout.
  */
 function installDropout() {
-  tfc.dropout = dropout;
+  const exported = Object.getOwnPropertyDescriptor(tfc, 'dropout');
+  if (exported !== undefined && exported.configurable) {
+    Object.defineProperty(tfc, 'dropout', {value: dropout, writable: true, enumerable: true,
+                                           configurable: true});
+  } else if (exported !== undefined && exported.writable) {
+    tfc.dropout = dropout;
+  }
 }
 
 module.exports = {installDropout};

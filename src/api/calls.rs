@@ -35,9 +35,7 @@ impl TryFrom<&CallRef> for Ref {
                 index,
                 output: output.unwrap_or(0),
             }),
-            _ => Err(Error::Type(
-                "a call ref is {feed} or {node, output}".into(),
-            )),
+            _ => Err(Error::Type("a call ref is {feed} or {node, output}".into())),
         }
     }
 }
@@ -76,9 +74,11 @@ pub fn compile_call(
                 state.settle(id)?;
                 let handle = state.tensors.handle(id)?;
                 if is_fed {
-                    fed_dtypes.push(handle.dtype().map_err(|code| {
-                        Error::Invalid(format!("dtype {code} cannot be fed"))
-                    })?);
+                    fed_dtypes.push(
+                        handle.dtype().map_err(|code| {
+                            Error::Invalid(format!("dtype {code} cannot be fed"))
+                        })?,
+                    );
                 } else {
                     fixed.push(handle.share(&state.status)?);
                 }

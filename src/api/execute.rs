@@ -13,6 +13,7 @@ use super::js_call;
 use super::validate::{self, Signature};
 use crate::env_state::EnvState;
 use crate::error::{Error, Result};
+use crate::graphs::nodes::{self, NodeKind};
 use crate::js::{Js, TypedArrayView, Value};
 use crate::op_cache::OpCache;
 use crate::tf::context::Context;
@@ -20,7 +21,6 @@ use crate::tf::dtype::DTYPES;
 use crate::tf::handle::TensorHandle;
 use crate::tf::signals::{self, AsyncSignalsBlocked};
 use crate::tf::status::Status;
-use crate::graphs::nodes::{self, NodeKind};
 use crate::trace;
 
 /// Outputs beyond this are a caller's mistake, not an op's (the widest TF ops have a few dozen).
@@ -376,23 +376,13 @@ pub fn write_outputs(state: &mut EnvState, io: &mut [f64]) -> Result<u32> {
             result = Err(err);
             break;
         }
-        let needed = at + 3 + dims.len();
-        if needed > io.len() {
-            result = Err(Error::Range(format!(
-                "io holds {} values, too few for the outputs",
-                io.len()
-            )));
+        if output_room(&dims) > io.len() - at {
+            result = Err(too_small(io));
             break;
         }
         let (id, dtype) = adopt_output(state, handle, &dims);
         adopted = Some(adopted.map_or((id, id), |(first, _)| (first, id)));
-        io[at] = id as f64;
-        io[at + 1] = dtype.map_or(-1.0, |index| index as f64);
-        io[at + 2] = dims.len() as f64;
-        for (slot, &dim) in io[at + 3..needed].iter_mut().zip(dims.iter()) {
-            *slot = dim as f64;
-        }
-        at = needed;
+        at += write_output(&mut io[at..], id, dtype, &dims);
     }
     state.scratch.dims = dims;
     state.scratch.outputs = outputs;
@@ -403,6 +393,32 @@ pub fn write_outputs(state: &mut EnvState, io: &mut [f64]) -> Result<u32> {
         }
     }
     result
+}
+
+/// The io values an output of rank `dims.len()` takes: `id, dtype index, rank, dims...`.
+pub fn output_room(dims: &[i64]) -> usize {
+    3 + dims.len()
+}
+
+/// Writes one output's `id, dtype index (-1: one JS cannot name), rank, dims...` at the start of
+/// `io`, which `output_room` says is long enough; returns how many values it took. The one
+/// writer of the io format, which `OpRunner.readOutputs` (js/backend/op_runner.js) reads.
+pub fn write_output(io: &mut [f64], id: u64, dtype: Option<usize>, dims: &[i64]) -> usize {
+    let room = output_room(dims);
+    io[0] = id as f64;
+    io[1] = dtype.map_or(-1.0, |index| index as f64);
+    io[2] = dims.len() as f64;
+    for (slot, &dim) in io[3..room].iter_mut().zip(dims) {
+        *slot = dim as f64;
+    }
+    room
+}
+
+pub fn too_small(io: &[f64]) -> Error {
+    Error::Range(format!(
+        "io holds {} values, too few for the outputs",
+        io.len()
+    ))
 }
 
 /// Dtype names in the order `runPreparedOp` reports dtype indices.

@@ -11,7 +11,9 @@ mod tensors;
 mod validate;
 
 pub use attrs::{apply_to_node, settable_on_node, OwnedAttr};
-pub use execute::{run_handles, run_ids, write_outputs, PreparedOp};
+pub use execute::{
+    output_room, run_handles, run_ids, too_small, write_output, write_outputs, PreparedOp,
+};
 pub use validate::OpChecks;
 
 use napi::bindgen_prelude::Env;

@@ -213,14 +213,41 @@ pub fn node_kind(name: &CStr, attrs: &[api::OwnedAttr]) -> Option<NodeKind> {
 pub fn takes_computed_integers(name: &CStr, input: usize, count: usize) -> bool {
     /// Element-wise: every input is data.
     const EVERY_INPUT: &[&str] = &[
-        "AddV2", "Cast", "Equal", "FloorDiv", "FloorMod", "Greater", "GreaterEqual", "Identity",
-        "Less", "LessEqual", "Maximum", "Minimum", "Mod", "Mul", "NotEqual", "Pack", "Select",
-        "SelectV2", "Sub",
+        "AddV2",
+        "Cast",
+        "Equal",
+        "FloorDiv",
+        "FloorMod",
+        "Greater",
+        "GreaterEqual",
+        "Identity",
+        "Less",
+        "LessEqual",
+        "Maximum",
+        "Minimum",
+        "Mod",
+        "Mul",
+        "NotEqual",
+        "Pack",
+        "Select",
+        "SelectV2",
+        "Sub",
     ];
     /// Shape and gather ops whose data is their first input.
     const FIRST_INPUT: &[&str] = &[
-        "BroadcastTo", "ExpandDims", "GatherV2", "OneHot", "Pad", "Reshape", "ReverseV2",
-        "Slice", "Squeeze", "StridedSlice", "Tile", "Transpose", "Unpack",
+        "BroadcastTo",
+        "ExpandDims",
+        "GatherV2",
+        "OneHot",
+        "Pad",
+        "Reshape",
+        "ReverseV2",
+        "Slice",
+        "Squeeze",
+        "StridedSlice",
+        "Tile",
+        "Transpose",
+        "Unpack",
     ];
     /// Indices beside data.
     const INDICES: &[(&str, usize)] = &[
@@ -246,13 +273,12 @@ pub fn add_node(
     inputs: &[NodeOutput],
     status: &Status,
 ) -> Result<NodeOutput> {
-    let layout = prepared
-        .node
-        .map(|kind| kind.layout)
-        .ok_or_else(|| crate::error::Error::Invalid(format!(
+    let layout = prepared.node.map(|kind| kind.layout).ok_or_else(|| {
+        crate::error::Error::Invalid(format!(
             "{} cannot be a graph node",
             prepared.name.to_string_lossy()
-        )))?;
+        ))
+    })?;
     let mut node = graph.node(&prepared.name, node_name)?;
     match layout {
         InputLayout::Single => inputs.iter().for_each(|&i| node.add_input(i)),

@@ -7,9 +7,9 @@ use std::ptr::{self, NonNull};
 
 use tensorflow_sys as sys;
 
+use super::dtype::DType;
 use super::graph::{Graph, NodeOutput};
 use super::signals::AsyncSignalsBlocked;
-use super::dtype::DType;
 use super::status::Status;
 use super::tensor::Tensor;
 use crate::error::{Error, Result};
