@@ -14,7 +14,8 @@ const path = require('path');
 const ROOT = path.resolve(__dirname, '..');
 const MIN_NAPI = 8; // Cargo.toml: napi feature "napi8"
 const TF_MAJOR = 2;
-const {TF_VERSION: TF_BUILT_AGAINST, MIN_GLIBC, LIBS, ENV_DIR, COPY_ENV} = require('./libtensorflow_facts');
+const {TF_VERSION: TF_BUILT_AGAINST, MIN_GLIBC, LIBS, ENV_DIR, COPY_ENV, CUDA_ENV} = require('./libtensorflow_facts');
+const {cudaLibraryPaths, packageCudaDir, cudaSwitch} = require('./cuda');
 // The prebuilt addons (Linux, glibc), by process.arch: the Rust target and napi-rs's
 // platform name, which names the per-platform package and the addon file.
 const TARGETS = {
@@ -336,6 +337,47 @@ function checkTfVersion(binding) {
 }
 
 /**
+ * The GPU package's CUDA libraries, loaded by absolute path from <root>/cuda before the first TF
+ * context is made: the GPU build of libtensorflow opens them by soname then (libcudart.so.12,
+ * ...), and the dynamic linker hands it these instead of searching LD_LIBRARY_PATH and the
+ * system. Nothing to do without <root>/cuda (the CPU package, or no NVIDIA driver at install:
+ * TF then runs everything on the CPU) or with TFJS_NODE_RS_CUDA=0. Returns the paths loaded.
+ */
+function preloadCuda(binding, {root = ROOT, env = process.env, fsImpl = fs} = {}) {
+  const dir = packageCudaDir(root);
+  let mode;
+  try {
+    mode = cudaSwitch(env);
+  } catch (err) {
+    throw loadError(err.message, err);
+  }
+  if (mode === 'off' || !exists(dir, fsImpl)) return [];
+  const libs = cudaLibraryPaths(dir);
+  for (const lib of libs) {
+    try {
+      binding.preloadLibrary(lib);
+    } catch (err) {
+      throw loadError(
+        `the CUDA libraries in ${dir} are incomplete or damaged: ${err.message}. To fix it, run ` +
+          `\`npm rebuild ${packageName(root, fsImpl)}\` (it unpacks them again from the cached wheels), or set ` +
+          `${CUDA_ENV}=0 to run on the CPU without them.`,
+        err,
+      );
+    }
+  }
+  return libs;
+}
+
+/** The name this package was installed under (tfjs-node-rs, tfjs-node-rs-gpu). */
+function packageName(root, fsImpl = fs) {
+  try {
+    return JSON.parse(fsImpl.readFileSync(path.join(root, 'package.json'), 'utf8')).name;
+  } catch {
+    return 'tfjs-node-rs';
+  }
+}
+
+/**
  * Loads the addon: environment checks, TF_CPP_MIN_LOG_LEVEL, require, error
  * explanation, TF_Version check. Returns the binding, with `TF_Version` set.
  */
@@ -362,6 +404,7 @@ function load({
   // libraries read it to tell that tfjs-node is present: @vladmandic/human (through
   // `tf.backend().binding.TF_Version`) otherwise switches to tfjs's pure-JS `cpu` backend.
   binding.TF_Version = checkTfVersion(binding);
+  preloadCuda(binding, {root, env, fsImpl});
   return binding;
 }
 
@@ -371,6 +414,7 @@ module.exports = {
   checkEnvironment,
   explainLoadError,
   checkTfVersion,
+  preloadCuda,
   readElfDynamic,
   searchDirs,
   addonCandidates,

@@ -4,6 +4,7 @@ mod args;
 mod attrs;
 mod execute;
 mod info;
+mod libraries;
 mod op_defs;
 mod saved_model;
 mod tensors;
