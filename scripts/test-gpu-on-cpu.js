@@ -52,7 +52,7 @@ async function main() {
   const cudaMode = process.env[CUDA_ENV] === '1' ? '1' : '0';
   const gpuEnv = {...process.env, [CUDA_ENV]: cudaMode};
   delete gpuEnv[ENV_DIR];
-  let status = 1;
+  let status;
   try {
     fs.rmSync(deps, {recursive: true, force: true});
     await ensureLibtensorflow({root, log, env: gpuEnv, variant: 'gpu'});
