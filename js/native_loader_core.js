@@ -14,8 +14,8 @@ const path = require('path');
 const ROOT = path.resolve(__dirname, '..');
 const MIN_NAPI = 8; // Cargo.toml: napi feature "napi8"
 const TF_MAJOR = 2;
-const {TF_VERSION: TF_BUILT_AGAINST, MIN_GLIBC, LIBS, ENV_DIR, COPY_ENV, CUDA_ENV} = require('./libtensorflow_facts');
-const {cudaLibraryPaths, packageCudaDir, cudaSwitch} = require('./cuda');
+const {TF_VERSION: TF_BUILT_AGAINST, MIN_GLIBC, LIBS, ENV_DIR, COPY_ENV, CUDA_ENV, GPU_PACKAGE} = require('./libtensorflow_facts');
+const {cudaLibraryPaths, packageCudaDir, cudaSwitch, nvidiaDriver} = require('./cuda');
 // The prebuilt addons (Linux, glibc), by process.arch: the Rust target and napi-rs's
 // platform name, which names the per-platform package and the addon file.
 const TARGETS = {
@@ -368,6 +368,17 @@ function preloadCuda(binding, {root = ROOT, env = process.env, fsImpl = fs} = {}
   return libs;
 }
 
+/**
+ * TF_CPP_MIN_LOG_LEVEL unless the user set one: 2 (infos and warnings hidden, errors shown),
+ * or 3 for the GPU package on a machine without an NVIDIA driver, where TF's CUDA build logs
+ * `E ... failed call to cuInit: ... UNKNOWN ERROR (303)` when it makes its first context,
+ * although running on the CPU there is what the package is meant to do. With a driver the
+ * level stays 2, so that a cuInit failure there (a driver too old for CUDA 12.5) is shown.
+ */
+function defaultLogLevel(root, fsImpl, driver) {
+  return packageName(root, fsImpl) === GPU_PACKAGE && !driver() ? '3' : '2';
+}
+
 /** The name this package was installed under (tfjs-node-rs, tfjs-node-rs-gpu). */
 function packageName(root, fsImpl = fs) {
   try {
@@ -389,11 +400,12 @@ function load({
   resolve = require.resolve,
   fsImpl = fs,
   readFile = fs.readFileSync,
+  driver = () => nvidiaDriver({fsImpl}),
 } = {}) {
   checkEnvironment(system);
   // TensorFlow logs at INFO level while starting; keep warnings and errors only
   // unless the user chose a level. Must be set before libtensorflow is loaded.
-  if (env.TF_CPP_MIN_LOG_LEVEL === undefined) env.TF_CPP_MIN_LOG_LEVEL = '2';
+  if (env.TF_CPP_MIN_LOG_LEVEL === undefined) env.TF_CPP_MIN_LOG_LEVEL = defaultLogLevel(root, fsImpl, driver);
   let binding;
   try {
     binding = requireBinding();
