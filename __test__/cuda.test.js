@@ -183,6 +183,10 @@ test('with a driver (or TFJS_NODE_RS_CUDA=1) the wheels are unpacked once into t
   assert.equal(fs.readlinkSync(path.join(second, 'cuda')), shared);
   assert.doesNotMatch(log.lines.join('\n'), /extracted/); // the shared copy was complete
 
+  const old = quietLog();
+  await setup._internal.ensureCuda({root: second, env, log: old, driver: {version: '470.82.01', where: 'x'}});
+  assert.match(old.lines.join('\n'), /warning: NVIDIA driver 470\.82\.01 is older than 525\.60\.13, .*runs on the CPU until the driver is updated/);
+
   const copied = packageRoot(GPU_PACKAGE);
   await setup._internal.ensureCuda({root: copied, env: {...env, TFJS_NODE_RS_CUDA: '1'}, log, driver: null, copy: true});
   assert.ok(!fs.lstatSync(path.join(copied, 'cuda')).isSymbolicLink());

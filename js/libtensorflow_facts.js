@@ -43,6 +43,11 @@ module.exports = {
       ],
     },
   ],
+  /**
+   * The oldest NVIDIA driver the CUDA 12 libraries run on (CUDA 12.x minor-version
+   * compatibility; CUDA 12.5 Update 1's own driver is 555.42.06).
+   */
+  MIN_DRIVER: '525.60.13',
   /** Where a GPU package keeps its CUDA libraries (a link to the shared copy): <root>/cuda/nvidia/<dir>/lib. */
   CUDA_DIR: 'cuda',
   /**

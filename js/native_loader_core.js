@@ -427,6 +427,7 @@ module.exports = {
   explainLoadError,
   checkTfVersion,
   preloadCuda,
+  versionBelow,
   readElfDynamic,
   searchDirs,
   addonCandidates,

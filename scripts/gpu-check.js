@@ -105,7 +105,8 @@ async function main() {
   const gpu = tf.backend().isUsingGpuDevice;
   if (!dryRun) check(gpu, 'tf.backend().isUsingGpuDevice is true');
   if (!gpu && !dryRun) {
-    console.log('TF found no GPU: see nvidia-smi, the driver version (CUDA 12.5 needs >= 525.60.13), and the TF log ' +
+    const {MIN_DRIVER} = require(`${PACKAGE}/js/libtensorflow_facts`);
+    console.log(`TF found no GPU: see nvidia-smi, the driver version (the CUDA 12 libraries need >= ${MIN_DRIVER}), and the TF log ` +
       '(TF_CPP_MIN_LOG_LEVEL=0 node scripts/gpu-check.js).');
     return 1;
   }

@@ -39,8 +39,9 @@ const {pipeline} = require('stream/promises');
 const {downloadFromIndex, INDEX_ERROR} = require('./pypi');
 const {stripSymbols, readAt} = require('./strip_symbols');
 
-const {TF_VERSION, MIN_GLIBC, LIBS, ENV_DIR, COPY_ENV, GPU_PACKAGE, CUDA_WHEELS, CUDA_ENV} = require('../js/libtensorflow_facts');
+const {TF_VERSION, MIN_GLIBC, LIBS, ENV_DIR, COPY_ENV, GPU_PACKAGE, CUDA_WHEELS, CUDA_ENV, MIN_DRIVER} = require('../js/libtensorflow_facts');
 const {cudaLibraryPaths, packageCudaDir, nvidiaDriver, cudaSwitch} = require('../js/cuda');
+const {versionBelow} = require('../js/native_loader_core');
 // Per supported platform (`${process.platform}-${process.arch}`, and `-gpu` for the NVIDIA GPU
 // package's): the PyPI project whose wheel holds libtensorflow (Linux arm64 has no
 // tensorflow-cpu: its plain tensorflow wheel is the CPU build; on x64 the plain tensorflow
@@ -1033,6 +1034,10 @@ async function ensureCuda({root, env = process.env, log = defaultLog, index, cop
     return null;
   }
   if (driver) log(`NVIDIA driver${driver.version ? ` ${driver.version}` : ''} found (${driver.where})`);
+  if (driver && driver.version && versionBelow(driver.version, MIN_DRIVER.split('.').map(Number))) {
+    log(`warning: NVIDIA driver ${driver.version} is older than ${MIN_DRIVER}, the oldest the CUDA 12 libraries run on: ` +
+      'TensorFlow will not find the GPU and runs on the CPU until the driver is updated.');
+  }
   const shared = await provideSharedCuda({env, log, index});
   const linked = isLink(link) && path.resolve(root, fs.readlinkSync(link)) === shared;
   if (copy ? !isLink(link) && isCudaComplete(link) : linked) return link;
