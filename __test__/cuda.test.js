@@ -146,6 +146,8 @@ test('without a driver the CUDA libraries are not fetched, and a cuda/ left from
   assert.match(log.lines.join('\n'), /no NVIDIA driver found .* not fetched, and TensorFlow runs on the CPU\. .*npm rebuild tfjs-node-rs-gpu.*TFJS_NODE_RS_CUDA=1/);
   assert.equal(await setup._internal.ensureCuda({root, env: {...env, TFJS_NODE_RS_CUDA: '0'}, log, driver: {version: '550.54.15', where: 'x'}}), null);
   assert.deepEqual(fs.readdirSync(env.XDG_CACHE_HOME), []); // nothing downloaded
+  await assert.rejects(setup._internal.ensureCuda({root, env: {...env, TFJS_NODE_RS_CUDA: 'x'}, log, driver: null}),
+    (err) => err.code === setup.SETUP_ERROR_CODE && /TFJS_NODE_RS_CUDA=x is not understood/.test(err.message));
 });
 
 // The CUDA wheels as the index has them, each holding its libraries (tiny) and what is not taken.

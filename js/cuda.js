@@ -46,13 +46,16 @@ function nvidiaDriver({fsImpl = fs, libDirs = LIBCUDA_DIRS, versionFile = DRIVER
   return null;
 }
 
-/** What TFJS_NODE_RS_CUDA asks for: 'force' (1), 'off' (0) or 'auto' (unset); throws for another value. */
-function cudaSwitch(env = process.env) {
+/**
+ * What TFJS_NODE_RS_CUDA asks for: 'force' (1), 'off' (0) or 'auto' (unset); for another value
+ * throws makeError(message) (the loader's or the install's kind of error).
+ */
+function cudaSwitch(env = process.env, makeError = (message) => new Error(message)) {
   const value = env[CUDA_ENV];
   if (value === undefined || value === '') return 'auto';
   if (value === '1') return 'force';
   if (value === '0') return 'off';
-  throw new Error(`${CUDA_ENV}=${value} is not understood: use 1 (fetch and load the CUDA libraries), 0 (run on the CPU) or leave it unset`);
+  throw makeError(`${CUDA_ENV}=${value} is not understood: use 1 (fetch and load the CUDA libraries), 0 (run on the CPU) or leave it unset`);
 }
 
 module.exports = {cudaLibraryPaths, packageCudaDir, nvidiaDriver, cudaSwitch, LIBCUDA_DIRS};

@@ -345,13 +345,7 @@ function checkTfVersion(binding) {
  */
 function preloadCuda(binding, {root = ROOT, env = process.env, fsImpl = fs} = {}) {
   const dir = packageCudaDir(root);
-  let mode;
-  try {
-    mode = cudaSwitch(env);
-  } catch (err) {
-    throw loadError(err.message, err);
-  }
-  if (mode === 'off' || !exists(dir, fsImpl)) return [];
+  if (cudaSwitch(env, loadError) === 'off' || !exists(dir, fsImpl)) return [];
   const libs = cudaLibraryPaths(dir);
   for (const lib of libs) {
     try {

@@ -1018,12 +1018,7 @@ async function provideSharedCuda({env = process.env, log = defaultLog, index} = 
  */
 async function ensureCuda({root, env = process.env, log = defaultLog, index, copy = false, driver = nvidiaDriver()}) {
   const link = packageCudaDir(root);
-  let mode;
-  try {
-    mode = cudaSwitch(env);
-  } catch (err) {
-    throw setupError(err.message, err);
-  }
+  const mode = cudaSwitch(env, setupError);
   if (mode === 'off' || (mode === 'auto' && !driver)) {
     fs.rmSync(link, {recursive: true, force: true});
     log(mode === 'off'
