@@ -225,3 +225,11 @@ test('a CUDA library preloaded by path is what a later dlopen by its soname gets
   assert.deepEqual(out.after, ['found', 'found', 'found', 'found']);
   assert.equal(out.mapped, cudaLibraryPaths(realCuda).length);
 });
+
+test('the GPU package\'s load errors name it in their repairs', () => {
+  const root = packageRoot(GPU_PACKAGE);
+  const err = loader.explainLoadError(new Error('libtensorflow_cc.so.2: cannot open shared object file: No such file or directory'), {root, env: {}});
+  assert.match(err.message, /^tfjs-node-rs: libtensorflow is missing/);
+  assert.match(err.message, /run `npm rebuild tfjs-node-rs-gpu`/);
+  assert.match(err.message, /`npm install-scripts approve tfjs-node-rs-gpu`/);
+});

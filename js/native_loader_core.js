@@ -235,6 +235,7 @@ const LOADER_NOISE = /^Cannot find native binding|^Cannot find module '[^']*wasi
 /** Turns an error from require('binding.js') into one clear Error. */
 function explainLoadError(err, {root = ROOT, env = process.env, resolve = require.resolve, fsImpl = fs, readFile = fs.readFileSync} = {}) {
   const all = messages(err);
+  const pkg = packageName(root, fsImpl);
   const text = all.join('\n');
   const candidates = addonCandidates({root, resolve, fsImpl});
   // One line per attempt (Node's "Require stack" continuation lines say nothing new).
@@ -248,7 +249,7 @@ function explainLoadError(err, {root = ROOT, env = process.env, resolve = requir
     return loadError(
       `libtensorflow is missing: ${path.join(root, 'deps')} links to this machine's shared copy of ` +
         `libtensorflow ${TF_BUILT_AGAINST}, ${cleaned}, which no longer holds ${missing[1]} (the cache was ` +
-        'cleaned?). To fix it, run `npm rebuild tfjs-node-rs`: it unpacks libtensorflow there again (from the ' +
+        `cleaned?). To fix it, run \`npm rebuild ${pkg}\`: it unpacks libtensorflow there again (from the ` +
         `cached wheel, or downloading it). To keep the libraries inside the project instead, run it with ${COPY_ENV}=1.` +
         details,
       err,
@@ -262,12 +263,12 @@ function explainLoadError(err, {root = ROOT, env = process.env, resolve = requir
       `libtensorflow is missing: the addon ${addon} needs libtensorflow ${TF_BUILT_AGAINST} ` +
         `(${LIBS.join(' and ')}), and ${missing[1]} was not found in:\n${indent(dirs)}\n` +
         `The install step puts it in ${ownDeps}${exists(ownDeps, fsImpl) ? ' (present but incomplete)' : ' (absent)'}. ` +
-        'To fix it, run `npm rebuild tfjs-node-rs` (it takes TensorFlow\'s wheel from the cache ' +
+        `To fix it, run \`npm rebuild ${pkg}\` (it takes TensorFlow's wheel from the cache ` +
         '~/.cache/tfjs-node-rs or downloads it with pip), or set ' +
         `${ENV_DIR} to a directory holding ${LIBS.join(' and ')} (e.g. site-packages/tensorflow of a ` +
-        `Python tensorflow ${TF_BUILT_AGAINST}) and run \`npm rebuild tfjs-node-rs\`. If npm skipped the ` +
+        `Python tensorflow ${TF_BUILT_AGAINST}) and run \`npm rebuild ${pkg}\`. If npm skipped the ` +
         'install script (--ignore-scripts, or an allowScripts policy), allow it first with ' +
-        '`npm install-scripts approve tfjs-node-rs` (npm versions with install-script approval).' +
+        `\`npm install-scripts approve ${pkg}\` (npm versions with install-script approval).` +
         detailsOf(reported.filter((m) => /libtensorflow/.test(m))),
       err,
     );
@@ -287,7 +288,7 @@ function explainLoadError(err, {root = ROOT, env = process.env, resolve = requir
     return loadError(
       `the libtensorflow found is incompatible: it lacks the symbol ${symbol[1]}. tfjs-node-rs needs ` +
         `libtensorflow ${TF_MAJOR}.x (built against ${TF_BUILT_AGAINST}). If ${ENV_DIR} or LD_LIBRARY_PATH ` +
-        'points to another TensorFlow, fix or unset it and run `npm rebuild tfjs-node-rs`.' +
+        `points to another TensorFlow, fix or unset it and run \`npm rebuild ${pkg}\`.` +
         details,
       err,
     );
