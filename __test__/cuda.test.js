@@ -78,26 +78,27 @@ const recordingBinding = (fail = null) => {
 
 const LINUX = {platform: 'linux', arch: 'x64', glibc: '2.36', napi: '9', node: 'v20.0.0'};
 
-test('the loader preloads <root>/cuda\'s libraries after loading the addon, unless TFJS_NODE_RS_CUDA=0', () => {
+const DRIVER = {version: '550.54.15', where: '/proc/driver/nvidia/version'};
+
+test('the loader preloads <root>/cuda\'s libraries after loading the addon where a driver is, or with TFJS_NODE_RS_CUDA=1', () => {
   const root = packageRoot(GPU_PACKAGE, {cuda: true});
-  const binding = recordingBinding();
-  loader.load({system: LINUX, env: {}, root, requireBinding: () => binding, driver: () => null});
-  assert.deepEqual(binding.loaded, cudaLibraryPaths(path.join(root, 'cuda')));
-
-  const off = recordingBinding();
-  loader.load({system: LINUX, env: {TFJS_NODE_RS_CUDA: '0'}, root, requireBinding: () => off, driver: () => null});
-  assert.deepEqual(off.loaded, []);
-
-  const none = recordingBinding();
-  loader.load({system: LINUX, env: {}, root: packageRoot(GPU_PACKAGE), requireBinding: () => none, driver: () => null});
-  assert.deepEqual(none.loaded, []);
+  const loads = (env, driver, at = root) => {
+    const binding = recordingBinding();
+    loader.load({system: LINUX, env, root: at, requireBinding: () => binding, driver: () => driver});
+    return binding.loaded;
+  };
+  assert.deepEqual(loads({}, DRIVER), cudaLibraryPaths(path.join(root, 'cuda')));
+  assert.deepEqual(loads({TFJS_NODE_RS_CUDA: '1'}, null), cudaLibraryPaths(path.join(root, 'cuda')));
+  assert.deepEqual(loads({}, null), []); // node_modules moved to a machine without a driver
+  assert.deepEqual(loads({TFJS_NODE_RS_CUDA: '0'}, DRIVER), []);
+  assert.deepEqual(loads({}, DRIVER, packageRoot(GPU_PACKAGE)), []); // no cuda/
 });
 
 test('a CUDA library that does not load is one Error naming it, the repair and the way around', () => {
   const root = packageRoot(GPU_PACKAGE, {cuda: true});
   const binding = recordingBinding('libcublas.so.12');
   assert.throws(
-    () => loader.load({system: LINUX, env: {}, root, requireBinding: () => binding, driver: () => null}),
+    () => loader.load({system: LINUX, env: {}, root, requireBinding: () => binding, driver: () => DRIVER}),
     (err) => {
       assert.equal(err.code, loader.ERROR_CODE);
       assert.match(err.message, /^tfjs-node-rs: the CUDA libraries in .*cuda are incomplete or damaged: cannot load .*libcublas\.so\.12/);
@@ -116,7 +117,7 @@ test('TF_CPP_MIN_LOG_LEVEL: 3 for the GPU package without a driver (TF\'s cuInit
     return env.TF_CPP_MIN_LOG_LEVEL;
   };
   assert.equal(level(GPU_PACKAGE, null), '3');
-  assert.equal(level(GPU_PACKAGE, {version: '550.54.15', where: '/proc/driver/nvidia/version'}), '2');
+  assert.equal(level(GPU_PACKAGE, DRIVER), '2');
   assert.equal(level('tfjs-node-rs', null), '2');
   assert.equal(level(GPU_PACKAGE, null, {TF_CPP_MIN_LOG_LEVEL: '0'}), '0');
 });

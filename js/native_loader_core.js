@@ -342,11 +342,14 @@ function checkTfVersion(binding) {
  * context is made: the GPU build of libtensorflow opens them by soname then (libcudart.so.12,
  * ...), and the dynamic linker hands it these instead of searching LD_LIBRARY_PATH and the
  * system. Nothing to do without <root>/cuda (the CPU package, or no NVIDIA driver at install:
- * TF then runs everything on the CPU) or with TFJS_NODE_RS_CUDA=0. Returns the paths loaded.
+ * TF then runs everything on the CPU), with TFJS_NODE_RS_CUDA=0, or on a machine without a driver
+ * (node_modules copied there) unless TFJS_NODE_RS_CUDA=1: loading them costs ~50 ms and ~235 MB
+ * of resident memory for nothing there. Returns the paths loaded.
  */
-function preloadCuda(binding, {root = ROOT, env = process.env, fsImpl = fs} = {}) {
+function preloadCuda(binding, {root = ROOT, env = process.env, fsImpl = fs, driver = () => nvidiaDriver({fsImpl})} = {}) {
   const dir = packageCudaDir(root);
-  if (cudaSwitch(env, loadError) === 'off' || !exists(dir, fsImpl)) return [];
+  const mode = cudaSwitch(env, loadError);
+  if (mode === 'off' || !exists(dir, fsImpl) || (mode === 'auto' && !driver())) return [];
   const libs = cudaLibraryPaths(dir);
   for (const lib of libs) {
     try {
@@ -411,7 +414,7 @@ function load({
   // libraries read it to tell that tfjs-node is present: @vladmandic/human (through
   // `tf.backend().binding.TF_Version`) otherwise switches to tfjs's pure-JS `cpu` backend.
   binding.TF_Version = checkTfVersion(binding);
-  preloadCuda(binding, {root, env, fsImpl});
+  preloadCuda(binding, {root, env, fsImpl, driver});
   return binding;
 }
 

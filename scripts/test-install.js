@@ -512,19 +512,21 @@ async function testGpu({tmp, packed, env}) {
     if (loaded.cudaLibs.length || loaded.gpu) throw fail(`no NVIDIA driver here, yet ${JSON.stringify(loaded)}`);
   }
   if (haveCuda) {
+    // Without a driver the loader leaves the CUDA libraries alone unless told to load them.
+    const cudaEnv = {...gpuEnv, [CUDA_ENV]: '1'};
     await timed(`[gpu] ${CUDA_ENV}=1 npm rebuild ${GPU_PACKAGE}`, () =>
-      npm(['rebuild', GPU_PACKAGE, '--no-audit', '--no-fund'], {cwd: project, env: {...gpuEnv, [CUDA_ENV]: '1'}, label: `npm rebuild ${GPU_PACKAGE}`}));
+      npm(['rebuild', GPU_PACKAGE, '--no-audit', '--no-fund'], {cwd: project, env: cudaEnv, label: `npm rebuild ${GPU_PACKAGE}`}));
     const shared = sharedCudaDir(gpuEnv);
     if (!isLinkTo(cudaLink, shared)) throw fail(`${cudaLink} is not a link to the shared CUDA libraries ${shared}`);
     const withCuda = await timed('[gpu] load the addon and the CUDA libraries', () =>
-      JSON.parse(nodeScript(project, gpuEnv, loadCheck(GPU_PACKAGE), 'loading the CUDA libraries').stdout.trim().split('\n').pop()));
+      JSON.parse(nodeScript(project, cudaEnv, loadCheck(GPU_PACKAGE), 'loading the CUDA libraries').stdout.trim().split('\n').pop()));
     const want = cudaLibraryPaths(shared).map((p) => fs.realpathSync(p)).sort();
     if (JSON.stringify([...withCuda.cudaLibs].sort()) !== JSON.stringify(want)) {
       throw fail(`the CUDA libraries loaded are ${withCuda.cudaLibs.join(', ')}, expected ${want.join(', ')}`);
     }
     log(`  ${withCuda.cudaLibs.length} CUDA libraries loaded from ${shared}; GPU: ${withCuda.gpu}`);
     sizes.push(['[gpu] the shared CUDA libraries', diskUsage(shared)]);
-    await timed('[gpu] train with the CUDA libraries loaded', () => run(process.execPath, ['train.js'], {cwd: project, env: gpuEnv, label: 'train.js'}));
+    await timed('[gpu] train with the CUDA libraries loaded', () => run(process.execPath, ['train.js'], {cwd: project, env: cudaEnv, label: 'train.js'}));
   } else {
     log(`  the nvidia-*-cu12 wheels are not all in ${machineCache}: the CUDA libraries part is left out`);
   }
