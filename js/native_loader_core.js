@@ -377,7 +377,7 @@ function defaultLogLevel(root, fsImpl, driver) {
   return packageName(root, fsImpl) === GPU_PACKAGE && !driver() ? '3' : '2';
 }
 
-/** The name this package was installed under (tfjs-node-rs, tfjs-node-rs-gpu). */
+/** This package's name in its package.json (tfjs-node-rs, tfjs-node-rs-gpu; an npm alias keeps it). */
 function packageName(root, fsImpl = fs) {
   try {
     return JSON.parse(fsImpl.readFileSync(path.join(root, 'package.json'), 'utf8')).name;

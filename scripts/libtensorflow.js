@@ -51,11 +51,18 @@ const {versionBelow} = require('../js/native_loader_core');
 const PLATFORMS = {
   'linux-x64': {project: 'tensorflow-cpu', wheelTag: 'manylinux_2_27_x86_64', wheelMB: 274, unpackedMB: 853, libsMB: 634, rustTarget: 'x86_64-unknown-linux-gnu'},
   'linux-arm64': {project: 'tensorflow', wheelTag: 'manylinux_2_27_aarch64', wheelMB: 282, unpackedMB: 883, libsMB: 598, rustTarget: 'aarch64-unknown-linux-gnu'},
-  'linux-x64-gpu': {project: 'tensorflow', wheelTag: 'manylinux_2_27_x86_64', wheelMB: 546, unpackedMB: 1202, libsMB: 969, rustTarget: 'x86_64-unknown-linux-gnu', gpu: true},
+  'linux-x64-gpu': {project: 'tensorflow', wheelTag: 'manylinux_2_27_x86_64', wheelMB: 546, unpackedMB: 1202, libsMB: 969, rustTarget: 'x86_64-unknown-linux-gnu'},
 };
 // The libraries are the same in every CPython build of the wheel; cp311 is the one
 // pip is asked for, and the first choice on the index.
 const PREFERRED_PYTHON = 'cp311';
+// pip download's options for a wheel of that CPython and `platformTag`.
+const pipTarget = (platformTag) => [
+  '--python-version', `${PREFERRED_PYTHON[2]}.${PREFERRED_PYTHON.slice(3)}`,
+  '--implementation', 'cp',
+  '--abi', PREFERRED_PYTHON,
+  '--platform', platformTag,
+];
 
 /** The wheel of platform `key` ('linux-x64', 'linux-arm64'): its project, name pattern, pip target. */
 function wheelSpec(key) {
@@ -67,12 +74,7 @@ function wheelSpec(key) {
     key,
     version: TF_VERSION,
     re: new RegExp(`^${stem}-2\\.21\\.0-(cp3\\d+)-cp3\\d+-${p.wheelTag}\\.whl$`),
-    pipTarget: [
-      '--python-version', `${PREFERRED_PYTHON[2]}.${PREFERRED_PYTHON.slice(3)}`,
-      '--implementation', 'cp',
-      '--abi', PREFERRED_PYTHON,
-      '--platform', p.wheelTag,
-    ],
+    pipTarget: pipTarget(p.wheelTag),
     describe: `${p.project} ${TF_VERSION} wheel for ${p.wheelTag}`,
   };
 }
@@ -942,7 +944,7 @@ function cudaWheelSpec(w) {
     version: w.version,
     wheelMB: w.MB,
     re: new RegExp(`^${stem}-${version}-py3-none-[^-]*x86_64[^-]*\\.whl$`),
-    pipTarget: ['--platform', 'manylinux2014_x86_64', '--python-version', '3.11', '--implementation', 'cp', '--abi', 'cp311'],
+    pipTarget: pipTarget('manylinux2014_x86_64'),
     describe: `${w.project} ${w.version} wheel for x86_64`,
   };
 }
