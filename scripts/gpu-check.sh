@@ -24,13 +24,14 @@
 #   check/     scripts/gpu-check.js and the layers suite it times (benches/).
 # The GPU machine needs: Linux x64, glibc >= 2.27, an NVIDIA driver >= 525.60.13 (CUDA 12.5's
 # minimum; >= 555.42.06 for CUDA 12.5 without minor-version compatibility), libz.so.1 (cuDNN),
-# ~4 GB of disk in BUNDLE's file system (2.2 GB of CUDA libraries and 1 GB of libtensorflow
-# unpacked), and Node.js >= 20 with npm unless BUNDLE/node has one.
+# ~4 GB of disk for the install (2.2 GB of CUDA libraries and 1 GB of libtensorflow unpacked,
+# in $GPU_CHECK_WORK, default a new folder in $TMPDIR or /tmp; BUNDLE itself may be read-only),
+# and Node.js >= 20 with npm unless BUNDLE/node has one.
 # `--dry-run` runs the checks on a machine without a GPU (CPU against CPU), to try the script.
 set -euo pipefail
 
 usage() {
-  sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 }
 
@@ -86,8 +87,9 @@ else
   echo "gpu-check: no nvidia-smi on PATH; /proc/driver/nvidia/version: $(head -1 /proc/driver/nvidia/version 2>/dev/null || echo absent)"
 fi
 
-work=$bundle/work
+work=${GPU_CHECK_WORK:-$(mktemp -d)}
 rm -rf "$work" && mkdir -p "$work/project" "$work/cache/tfjs-node-rs"
+echo "gpu-check: installing in $work"
 # The cached wheels, linked into a cache of this run's own (the install unpacks there).
 for wheel in "$bundle"/cache/tfjs-node-rs/*.whl; do
   [ -e "$wheel" ] && ln -s "$wheel" "$work/cache/tfjs-node-rs/"
