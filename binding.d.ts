@@ -165,6 +165,12 @@ export interface OpDefinition {
 /** Names of every op registered with TF (its own and this package's). */
 export declare function opNames(): Array<string>
 
+/**
+ * Loads the shared library at `path` (`RTLD_NOW | RTLD_LOCAL`, as TF opens its own) and keeps
+ * it loaded for the life of the process.
+ */
+export declare function preloadLibrary(path: string): void
+
 /** Reads and checks `attrs` for op `name` once; returns a handle for `runPreparedOp`. */
 export declare function prepareOp(name: string, attrs: OpAttr[] | null | undefined): number
 

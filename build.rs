@@ -28,11 +28,15 @@ fn main() {
     // - a per-platform package: node_modules/tfjs-node-rs-<platform>/ beside node_modules/tfjs-node-rs/deps/lib
     //   (or nested under the root package's own node_modules);
     // - the same, with the root package installed as `@tensorflow/tfjs-node` (npm's alias
-    //   `@tensorflow/tfjs-node@npm:tfjs-node-rs`, so that libraries made for tfjs-node load it).
+    //   `@tensorflow/tfjs-node@npm:tfjs-node-rs`, so that libraries made for tfjs-node load it);
+    // - the NVIDIA GPU package `tfjs-node-rs-gpu` (or its alias `@tensorflow/tfjs-node-gpu`),
+    //   which ships no addon of its own: it uses this one, with its own libtensorflow.
     for dir in [
         "$ORIGIN/deps/lib",
         "$ORIGIN/../tfjs-node-rs/deps/lib",
         "$ORIGIN/../@tensorflow/tfjs-node/deps/lib",
+        "$ORIGIN/../tfjs-node-rs-gpu/deps/lib",
+        "$ORIGIN/../@tensorflow/tfjs-node-gpu/deps/lib",
         "$ORIGIN/../../deps/lib",
     ] {
         println!("cargo:rustc-cdylib-link-arg=-Wl,-rpath,{dir}");

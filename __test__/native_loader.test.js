@@ -12,7 +12,10 @@ const loader = require('../js/native_loader_core');
 
 const ROOT = path.resolve(__dirname, '..');
 const OK_SYSTEM = {platform: 'linux', arch: 'x64', glibc: '2.36', napi: '9', node: 'v20.0.0'};
-const GOOD_BINDING = {tfVersion: () => '2.21.0'};
+// A binding as the loader sees it: preloadLibrary is called only where the checkout holds the GPU
+// package's cuda/ (npm run test:gpu-on-cpu links it).
+const fakeBinding = (version) => ({tfVersion: () => version, preloadLibrary() {}});
+const GOOD_BINDING = fakeBinding('2.21.0');
 
 // A minimal 64-bit little-endian ELF shared object: one PT_LOAD covering the
 // file, a PT_DYNAMIC with DT_NEEDED, DT_RUNPATH, DT_STRTAB and DT_STRSZ.
@@ -340,18 +343,18 @@ test('other load errors are wrapped with the loader messages', () => {
 test('TF_Version of another major version is rejected, naming found and needed', () => {
   for (const v of ['1.15.0', '3.0.0']) {
     assertLoadError(
-      () => loadWith({requireBinding: () => ({tfVersion: () => v})}),
+      () => loadWith({requireBinding: () => fakeBinding(v)}),
       new RegExp(`incompatible libtensorflow ${v.replace(/\./g, '\\.')}`),
       /needs libtensorflow 2\.x/,
     );
   }
-  assert.ok(loadWith({requireBinding: () => ({tfVersion: () => '2.99.1'})}));
+  assert.ok(loadWith({requireBinding: () => fakeBinding('2.99.1')}));
 });
 
 test("the loaded binding carries TF_Version, as tfjs-node's binding does", () => {
   // Client libraries (e.g. @vladmandic/human) read tf.backend().binding.TF_Version to tell that
   // tfjs-node is present, and fall back to tfjs's cpu backend without it.
-  const binding = loadWith({requireBinding: () => ({tfVersion: () => '2.99.1'})});
+  const binding = loadWith({requireBinding: () => fakeBinding('2.99.1')});
   assert.strictEqual(binding.TF_Version, '2.99.1');
 });
 

@@ -19,33 +19,9 @@ const {listZip, extractZip, wheelTarget, checkPlatform, ZIP_CORRUPT} = setup._in
 const WHEEL_NAME = 'tensorflow_cpu-2.21.0-cp311-cp311-manylinux_2_27_x86_64.whl';
 const ARM64_WHEEL_NAME = 'tensorflow-2.21.0-cp311-cp311-manylinux_2_27_aarch64.whl';
 const PLATFORM = {platform: 'linux', arch: 'x64', glibc: '2.35'};
-const HAVE_PYTHON = spawnSync('python3', ['-c', 'import zipfile'], {stdio: 'ignore'}).status === 0;
-const needsPython = {skip: HAVE_PYTHON ? false : 'python3 (zipfile) is not available'};
+const {pyZip, needsPython} = require('./support/py_zip.js');
 
 const tempDir = scratchDirs('tfjs-node-rs-setup-test-');
-
-// Writes a zip with Python's zipfile (an implementation independent of ours).
-// entries: [name, Buffer|string, 'stored'|'deflated'] ; names ending in / are folders.
-function pyZip(file, entries) {
-  const spec = entries.map(([name, data, method = 'deflated']) => [
-    name,
-    Buffer.from(data || '').toString('base64'),
-    method,
-  ]);
-  const code = [
-    'import base64, json, sys, zipfile',
-    'spec = json.load(sys.stdin)',
-    'with zipfile.ZipFile(sys.argv[1], "w") as z:',
-    '    for name, data, method in spec:',
-    '        info = zipfile.ZipInfo(name, (2020, 1, 1, 0, 0, 0))',
-    '        info.compress_type = zipfile.ZIP_DEFLATED if method == "deflated" else zipfile.ZIP_STORED',
-    '        info.external_attr = (0o40755 if name.endswith("/") else 0o100644) << 16',
-    '        z.writestr(info, base64.b64decode(data))',
-  ].join('\n');
-  const res = spawnSync('python3', ['-c', code, file], {input: JSON.stringify(spec), encoding: 'utf8'});
-  assert.equal(res.status, 0, res.stderr);
-  return file;
-}
 
 const identity = (name) => name;
 
@@ -656,7 +632,7 @@ test('the CLI prints only the message and exits 1', () => {
   const root = tempDir('cli-root');
   fs.mkdirSync(path.join(root, 'scripts'));
   fs.mkdirSync(path.join(root, 'js'));
-  for (const file of ['scripts/libtensorflow.js', 'scripts/pypi.js', 'scripts/strip_symbols.js', 'js/libtensorflow_facts.js']) {
+  for (const file of ['scripts/libtensorflow.js', 'scripts/pypi.js', 'scripts/strip_symbols.js', 'js/libtensorflow_facts.js', 'js/cuda.js', 'js/native_loader_core.js']) {
     fs.copyFileSync(path.join(__dirname, '..', file), path.join(root, file));
   }
   const res = spawnSync(process.execPath, [path.join(root, 'scripts', 'libtensorflow.js')], {

@@ -197,4 +197,4 @@ async function main() {
 
 if (require.main === module) main();
 
-module.exports = {loadBackend};
+module.exports = {loadBackend, runModelCase};

@@ -13,4 +13,46 @@ module.exports = {
   ENV_DIR: 'TFJS_NODE_RS_LIBTENSORFLOW',
   /** At install time: copy the libraries into the project instead of linking the shared copy. */
   COPY_ENV: 'TFJS_NODE_RS_COPY_LIBTENSORFLOW',
+
+  /** The NVIDIA GPU package (the drop-in for @tensorflow/tfjs-node-gpu); Linux x64 only. */
+  GPU_PACKAGE: 'tfjs-node-rs-gpu',
+  /**
+   * The CUDA libraries the GPU build of libtensorflow opens by name, from PyPI's nvidia-*-cu12
+   * wheels: the lower bounds of TF 2.21's `and-cuda` extra (CUDA 12.5, cuDNN 9.3: what it was
+   * built against). Each wheel holds nvidia/<dir>/lib/<libs>, unpacked in that layout (the
+   * libraries' own RUNPATHs name their siblings as $ORIGIN/../../<dir>/lib). In load order,
+   * each library after the ones it needs (nvJitLink before cuSPARSE and cuFFT, cuBLAS and
+   * cuSPARSE before cuSOLVER, cudnn_graph before the other cuDNN parts); MB: the wheel's size.
+   * Left out of TF's extra: nccl (multi-GPU collectives, 308 MB), cuda-cupti (the profiler),
+   * cuda-nvcc (ptxas, for XLA), curand (TF has its own random kernels).
+   */
+  CUDA_WHEELS: [
+    {project: 'nvidia-nvjitlink-cu12', version: '12.5.82', dir: 'nvjitlink', MB: 20, libs: ['libnvJitLink.so.12']},
+    {project: 'nvidia-cuda-runtime-cu12', version: '12.5.82', dir: 'cuda_runtime', MB: 1, libs: ['libcudart.so.12']},
+    {project: 'nvidia-cublas-cu12', version: '12.5.3.2', dir: 'cublas', MB: 346, libs: ['libcublasLt.so.12', 'libcublas.so.12']},
+    {project: 'nvidia-cusparse-cu12', version: '12.5.1.3', dir: 'cusparse', MB: 207, libs: ['libcusparse.so.12']},
+    {project: 'nvidia-cusolver-cu12', version: '11.6.3.83', dir: 'cusolver', MB: 124, libs: ['libcusolver.so.11']},
+    {project: 'nvidia-cufft-cu12', version: '11.2.3.61', dir: 'cufft', MB: 184, libs: ['libcufft.so.11']},
+    {project: 'nvidia-cuda-nvrtc-cu12', version: '12.5.82', dir: 'cuda_nvrtc', MB: 24, libs: ['libnvrtc-builtins.so.12.5', 'libnvrtc.so.12']},
+    {
+      project: 'nvidia-cudnn-cu12', version: '9.3.0.75', dir: 'cudnn', MB: 550,
+      libs: [
+        'libcudnn_graph.so.9', 'libcudnn_ops.so.9', 'libcudnn_cnn.so.9', 'libcudnn_adv.so.9',
+        'libcudnn_engines_precompiled.so.9', 'libcudnn_engines_runtime_compiled.so.9',
+        'libcudnn_heuristic.so.9', 'libcudnn.so.9',
+      ],
+    },
+  ],
+  /**
+   * The oldest NVIDIA driver the CUDA 12 libraries run on (CUDA 12.x minor-version
+   * compatibility; CUDA 12.5 Update 1's own driver is 555.42.06).
+   */
+  MIN_DRIVER: '525.60.13',
+  /** Where a GPU package keeps its CUDA libraries (a link to the shared copy): <root>/cuda/nvidia/<dir>/lib. */
+  CUDA_DIR: 'cuda',
+  /**
+   * The CUDA libraries' switch: unset = at install, fetch them when an NVIDIA driver is present;
+   * `1` = fetch them anyway; `0` = neither fetch nor load them (run on the CPU).
+   */
+  CUDA_ENV: 'TFJS_NODE_RS_CUDA',
 };

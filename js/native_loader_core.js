@@ -14,7 +14,8 @@ const path = require('path');
 const ROOT = path.resolve(__dirname, '..');
 const MIN_NAPI = 8; // Cargo.toml: napi feature "napi8"
 const TF_MAJOR = 2;
-const {TF_VERSION: TF_BUILT_AGAINST, MIN_GLIBC, LIBS, ENV_DIR, COPY_ENV} = require('./libtensorflow_facts');
+const {TF_VERSION: TF_BUILT_AGAINST, MIN_GLIBC, LIBS, ENV_DIR, COPY_ENV, CUDA_ENV, GPU_PACKAGE} = require('./libtensorflow_facts');
+const {cudaLibraryPaths, packageCudaDir, cudaSwitch, nvidiaDriver} = require('./cuda');
 // The prebuilt addons (Linux, glibc), by process.arch: the Rust target and napi-rs's
 // platform name, which names the per-platform package and the addon file.
 const TARGETS = {
@@ -234,6 +235,7 @@ const LOADER_NOISE = /^Cannot find native binding|^Cannot find module '[^']*wasi
 /** Turns an error from require('binding.js') into one clear Error. */
 function explainLoadError(err, {root = ROOT, env = process.env, resolve = require.resolve, fsImpl = fs, readFile = fs.readFileSync} = {}) {
   const all = messages(err);
+  const pkg = packageName(root, fsImpl);
   const text = all.join('\n');
   const candidates = addonCandidates({root, resolve, fsImpl});
   // One line per attempt (Node's "Require stack" continuation lines say nothing new).
@@ -247,7 +249,7 @@ function explainLoadError(err, {root = ROOT, env = process.env, resolve = requir
     return loadError(
       `libtensorflow is missing: ${path.join(root, 'deps')} links to this machine's shared copy of ` +
         `libtensorflow ${TF_BUILT_AGAINST}, ${cleaned}, which no longer holds ${missing[1]} (the cache was ` +
-        'cleaned?). To fix it, run `npm rebuild tfjs-node-rs`: it unpacks libtensorflow there again (from the ' +
+        `cleaned?). To fix it, run \`npm rebuild ${pkg}\`: it unpacks libtensorflow there again (from the ` +
         `cached wheel, or downloading it). To keep the libraries inside the project instead, run it with ${COPY_ENV}=1.` +
         details,
       err,
@@ -261,12 +263,12 @@ function explainLoadError(err, {root = ROOT, env = process.env, resolve = requir
       `libtensorflow is missing: the addon ${addon} needs libtensorflow ${TF_BUILT_AGAINST} ` +
         `(${LIBS.join(' and ')}), and ${missing[1]} was not found in:\n${indent(dirs)}\n` +
         `The install step puts it in ${ownDeps}${exists(ownDeps, fsImpl) ? ' (present but incomplete)' : ' (absent)'}. ` +
-        'To fix it, run `npm rebuild tfjs-node-rs` (it takes TensorFlow\'s wheel from the cache ' +
+        `To fix it, run \`npm rebuild ${pkg}\` (it takes TensorFlow's wheel from the cache ` +
         '~/.cache/tfjs-node-rs or downloads it with pip), or set ' +
         `${ENV_DIR} to a directory holding ${LIBS.join(' and ')} (e.g. site-packages/tensorflow of a ` +
-        `Python tensorflow ${TF_BUILT_AGAINST}) and run \`npm rebuild tfjs-node-rs\`. If npm skipped the ` +
+        `Python tensorflow ${TF_BUILT_AGAINST}) and run \`npm rebuild ${pkg}\`. If npm skipped the ` +
         'install script (--ignore-scripts, or an allowScripts policy), allow it first with ' +
-        '`npm install-scripts approve tfjs-node-rs` (npm versions with install-script approval).' +
+        `\`npm install-scripts approve ${pkg}\` (npm versions with install-script approval).` +
         detailsOf(reported.filter((m) => /libtensorflow/.test(m))),
       err,
     );
@@ -286,7 +288,7 @@ function explainLoadError(err, {root = ROOT, env = process.env, resolve = requir
     return loadError(
       `the libtensorflow found is incompatible: it lacks the symbol ${symbol[1]}. tfjs-node-rs needs ` +
         `libtensorflow ${TF_MAJOR}.x (built against ${TF_BUILT_AGAINST}). If ${ENV_DIR} or LD_LIBRARY_PATH ` +
-        'points to another TensorFlow, fix or unset it and run `npm rebuild tfjs-node-rs`.' +
+        `points to another TensorFlow, fix or unset it and run \`npm rebuild ${pkg}\`.` +
         details,
       err,
     );
@@ -336,6 +338,55 @@ function checkTfVersion(binding) {
 }
 
 /**
+ * The GPU package's CUDA libraries, loaded by absolute path from <root>/cuda before the first TF
+ * context is made: the GPU build of libtensorflow opens them by soname then (libcudart.so.12,
+ * ...), and the dynamic linker hands it these instead of searching LD_LIBRARY_PATH and the
+ * system. Nothing to do without <root>/cuda (the CPU package, or no NVIDIA driver at install:
+ * TF then runs everything on the CPU), with TFJS_NODE_RS_CUDA=0, or on a machine without a driver
+ * (node_modules copied there) unless TFJS_NODE_RS_CUDA=1: loading them costs ~50 ms and ~235 MB
+ * of resident memory for nothing there. Returns the paths loaded.
+ */
+function preloadCuda(binding, {root = ROOT, env = process.env, fsImpl = fs, driver = () => nvidiaDriver({fsImpl})} = {}) {
+  const dir = packageCudaDir(root);
+  const mode = cudaSwitch(env, loadError);
+  if (mode === 'off' || !exists(dir, fsImpl) || (mode === 'auto' && !driver())) return [];
+  const libs = cudaLibraryPaths(dir);
+  for (const lib of libs) {
+    try {
+      binding.preloadLibrary(lib);
+    } catch (err) {
+      throw loadError(
+        `the CUDA libraries in ${dir} are incomplete or damaged: ${err.message}. To fix it, run ` +
+          `\`npm rebuild ${packageName(root, fsImpl)}\` (it unpacks them again from the cached wheels), or set ` +
+          `${CUDA_ENV}=0 to run on the CPU without them.`,
+        err,
+      );
+    }
+  }
+  return libs;
+}
+
+/**
+ * TF_CPP_MIN_LOG_LEVEL unless the user set one: 2 (infos and warnings hidden, errors shown),
+ * or 3 for the GPU package on a machine without an NVIDIA driver, where TF's CUDA build logs
+ * `E ... failed call to cuInit: ... UNKNOWN ERROR (303)` when it makes its first context,
+ * although running on the CPU there is what the package is meant to do. With a driver the
+ * level stays 2, so that a cuInit failure there (a driver too old for CUDA 12.5) is shown.
+ */
+function defaultLogLevel(root, fsImpl, driver) {
+  return packageName(root, fsImpl) === GPU_PACKAGE && !driver() ? '3' : '2';
+}
+
+/** This package's name in its package.json (tfjs-node-rs, tfjs-node-rs-gpu; an npm alias keeps it). */
+function packageName(root, fsImpl = fs) {
+  try {
+    return JSON.parse(fsImpl.readFileSync(path.join(root, 'package.json'), 'utf8')).name;
+  } catch {
+    return 'tfjs-node-rs';
+  }
+}
+
+/**
  * Loads the addon: environment checks, TF_CPP_MIN_LOG_LEVEL, require, error
  * explanation, TF_Version check. Returns the binding, with `TF_Version` set.
  */
@@ -347,11 +398,12 @@ function load({
   resolve = require.resolve,
   fsImpl = fs,
   readFile = fs.readFileSync,
+  driver = () => nvidiaDriver({fsImpl}),
 } = {}) {
   checkEnvironment(system);
   // TensorFlow logs at INFO level while starting; keep warnings and errors only
   // unless the user chose a level. Must be set before libtensorflow is loaded.
-  if (env.TF_CPP_MIN_LOG_LEVEL === undefined) env.TF_CPP_MIN_LOG_LEVEL = '2';
+  if (env.TF_CPP_MIN_LOG_LEVEL === undefined) env.TF_CPP_MIN_LOG_LEVEL = defaultLogLevel(root, fsImpl, driver);
   let binding;
   try {
     binding = requireBinding();
@@ -362,6 +414,7 @@ function load({
   // libraries read it to tell that tfjs-node is present: @vladmandic/human (through
   // `tf.backend().binding.TF_Version`) otherwise switches to tfjs's pure-JS `cpu` backend.
   binding.TF_Version = checkTfVersion(binding);
+  preloadCuda(binding, {root, env, fsImpl, driver});
   return binding;
 }
 
@@ -371,6 +424,8 @@ module.exports = {
   checkEnvironment,
   explainLoadError,
   checkTfVersion,
+  preloadCuda,
+  versionBelow,
   readElfDynamic,
   searchDirs,
   addonCandidates,

@@ -39,18 +39,30 @@ const {pipeline} = require('stream/promises');
 const {downloadFromIndex, INDEX_ERROR} = require('./pypi');
 const {stripSymbols, readAt} = require('./strip_symbols');
 
-const {TF_VERSION, MIN_GLIBC, LIBS, ENV_DIR, COPY_ENV} = require('../js/libtensorflow_facts');
-// Per supported platform (`${process.platform}-${process.arch}`): the PyPI project whose
-// wheel holds libtensorflow's CPU build (Linux arm64 has no tensorflow-cpu: its plain
-// tensorflow wheel is the CPU build), that wheel's platform tag and size, and the Rust
-// target the addon is built for.
+const {TF_VERSION, MIN_GLIBC, LIBS, ENV_DIR, COPY_ENV, GPU_PACKAGE, CUDA_WHEELS, CUDA_ENV, MIN_DRIVER} = require('../js/libtensorflow_facts');
+const {cudaLibraryPaths, packageCudaDir, nvidiaDriver, cudaSwitch} = require('../js/cuda');
+const {versionBelow} = require('../js/native_loader_core');
+// Per supported platform (`${process.platform}-${process.arch}`, and `-gpu` for the NVIDIA GPU
+// package's): the PyPI project whose wheel holds libtensorflow (Linux arm64 has no
+// tensorflow-cpu: its plain tensorflow wheel is the CPU build; on x64 the plain tensorflow
+// wheel is the CUDA build, which runs on the CPU where there is no GPU), that wheel's platform
+// tag and size, the two libraries' size as unpacked and once stripped, and the Rust target the
+// addon is built for (one addon serves both x64 variants).
 const PLATFORMS = {
-  'linux-x64': {project: 'tensorflow-cpu', wheelTag: 'manylinux_2_27_x86_64', wheelMB: 274, rustTarget: 'x86_64-unknown-linux-gnu'},
-  'linux-arm64': {project: 'tensorflow', wheelTag: 'manylinux_2_27_aarch64', wheelMB: 282, rustTarget: 'aarch64-unknown-linux-gnu'},
+  'linux-x64': {project: 'tensorflow-cpu', wheelTag: 'manylinux_2_27_x86_64', wheelMB: 274, unpackedMB: 853, libsMB: 634, rustTarget: 'x86_64-unknown-linux-gnu'},
+  'linux-arm64': {project: 'tensorflow', wheelTag: 'manylinux_2_27_aarch64', wheelMB: 282, unpackedMB: 883, libsMB: 598, rustTarget: 'aarch64-unknown-linux-gnu'},
+  'linux-x64-gpu': {project: 'tensorflow', wheelTag: 'manylinux_2_27_x86_64', wheelMB: 546, unpackedMB: 1202, libsMB: 969, rustTarget: 'x86_64-unknown-linux-gnu'},
 };
 // The libraries are the same in every CPython build of the wheel; cp311 is the one
 // pip is asked for, and the first choice on the index.
 const PREFERRED_PYTHON = 'cp311';
+// pip download's options for a wheel of that CPython and `platformTag`.
+const pipTarget = (platformTag) => [
+  '--python-version', `${PREFERRED_PYTHON[2]}.${PREFERRED_PYTHON.slice(3)}`,
+  '--implementation', 'cp',
+  '--abi', PREFERRED_PYTHON,
+  '--platform', platformTag,
+];
 
 /** The wheel of platform `key` ('linux-x64', 'linux-arm64'): its project, name pattern, pip target. */
 function wheelSpec(key) {
@@ -60,13 +72,9 @@ function wheelSpec(key) {
   return {
     ...p,
     key,
+    version: TF_VERSION,
     re: new RegExp(`^${stem}-2\\.21\\.0-(cp3\\d+)-cp3\\d+-${p.wheelTag}\\.whl$`),
-    pipTarget: [
-      '--python-version', `${PREFERRED_PYTHON[2]}.${PREFERRED_PYTHON.slice(3)}`,
-      '--implementation', 'cp',
-      '--abi', PREFERRED_PYTHON,
-      '--platform', p.wheelTag,
-    ],
+    pipTarget: pipTarget(p.wheelTag),
     describe: `${p.project} ${TF_VERSION} wheel for ${p.wheelTag}`,
   };
 }
@@ -83,9 +91,9 @@ function platformOfTarget(triple) {
 const SETUP = 'TFJS_NODE_RS_SETUP';
 const ZIP_CORRUPT = 'TFJS_NODE_RS_ZIP_CORRUPT';
 const MB = 1024 * 1024;
-// The two libs unpacked: x64 853 MB (634 MB once stripped), arm64 883 MB (598 MB stripped).
-const DEPS_BYTES = 900 * MB;
-const COPY_BYTES = 650 * MB; // a copy of the stripped libs
+// Room to unpack platform `key`'s libraries, and for a copy of them once stripped.
+const unpackBytes = (key) => Math.ceil(PLATFORMS[key].unpackedMB * 1.05) * MB;
+const copyBytes = (key) => Math.ceil(PLATFORMS[key].libsMB * 1.05) * MB;
 const EXTRACT_CONCURRENCY = 4;
 
 const DEFAULT_ROOT = path.resolve(__dirname, '..');
@@ -613,7 +621,7 @@ async function pipDownload(cache, spec, {env, log}) {
   const args = [
     '-m', 'pip', 'download', '--no-deps', '--only-binary=:all:', ...spec.pipTarget,
     '--disable-pip-version-check', '--no-input', '--progress-bar', 'off',
-    `${spec.project}==${TF_VERSION}`, '-d', partial,
+    `${spec.project}==${spec.version}`, '-d', partial,
   ];
   log(`downloading ${spec.describe} (~${spec.wheelMB} MB) with pip into ${cache} ...`);
   const started = Date.now();
@@ -628,7 +636,7 @@ async function pipDownload(cache, spec, {env, log}) {
           ? `pip exited with ${res.signal ? `signal ${res.signal}` : `code ${res.status}`}`
           : `pip finished but left no ${spec.describe}`;
       throw setupError(
-        `downloading ${spec.project}==${TF_VERSION} failed: ${what}. pip said:\n${lastLines(res.output)}\n` +
+        `downloading ${spec.project}==${spec.version} failed: ${what}. pip said:\n${lastLines(res.output)}\n` +
           `Check network access to PyPI (or pip's index settings), or set ${ENV_DIR} to a directory ` +
           `holding ${LIBS.join(' and ')}.`,
       );
@@ -711,7 +719,9 @@ async function extractWheel(wheel, tmp, log) {
   return {source: wheel, kind: 'wheel', headers};
 }
 
-async function fromWheel(tmp, spec, {env, log, index}) {
+// Unpacks spec's wheel into tmp with extract(wheel, tmp, log), from the cache or downloaded
+// there; a cached wheel that turns out unreadable is deleted and downloaded again.
+async function fromWheel(tmp, spec, {env, log, index}, extract = extractWheel) {
   const cache = cacheDir(env);
   let wheel = findCachedWheel(cache, spec);
   let downloaded = false;
@@ -721,7 +731,7 @@ async function fromWheel(tmp, spec, {env, log, index}) {
   }
   for (;;) {
     try {
-      return await extractWheel(wheel, tmp, log);
+      return await extract(wheel, tmp, log);
     } catch (err) {
       if (err.code !== ZIP_CORRUPT) throw err;
       fs.rmSync(wheel, {force: true});
@@ -895,8 +905,8 @@ async function provideShared({key = hostPlatform(), env = process.env, log = def
     if (isComplete(shared)) return shared;
     removeStale(cache, path.basename(shared));
     const reclaim = depsBytes(shared);
-    if (freeBytes(cache) + reclaim < DEPS_BYTES) throw noSpaceError(cache, DEPS_BYTES);
-    if (freeBytes(cache) < DEPS_BYTES) {
+    if (freeBytes(cache) + reclaim < unpackBytes(key)) throw noSpaceError(cache, unpackBytes(key));
+    if (freeBytes(cache) < unpackBytes(key)) {
       log(`low on disk space: removing the incomplete ${shared} first`);
       fs.rmSync(shared, {recursive: true, force: true});
     }
@@ -914,6 +924,137 @@ async function provideShared({key = hostPlatform(), env = process.env, log = def
   });
 }
 
+// ---------------------------------------------------------------------------
+// The GPU package's CUDA libraries (CUDA_WHEELS): one shared copy per user and machine,
+// cuda-libs-<TF_VERSION>-linux-x64/nvidia/<dir>/lib/, unpacked from the nvidia-*-cu12 wheels
+// (kept in the cache beside the tensorflow wheel); <root>/cuda links to it (or is a copy of
+// it with TFJS_NODE_RS_COPY_LIBTENSORFLOW=1). Fetched only where an NVIDIA driver is present
+// (or TFJS_NODE_RS_CUDA=1): without one, TF runs on the CPU and the libraries would be 2.2 GB
+// of disk for nothing.
+
+const CUDA_WHEEL_MB = CUDA_WHEELS.reduce((sum, w) => sum + w.MB, 0);
+const CUDA_LIBS_MB = 2156; // the libraries unpacked (NVIDIA ships them stripped)
+
+/** The wheel of CUDA_WHEELS entry `w`, in wheelSpec's shape. */
+function cudaWheelSpec(w) {
+  const stem = w.project.replace(/-/g, '_');
+  const version = w.version.replace(/\./g, '\\.');
+  return {
+    project: w.project,
+    version: w.version,
+    wheelMB: w.MB,
+    re: new RegExp(`^${stem}-${version}-py3-none-[^-]*x86_64[^-]*\\.whl$`),
+    pipTarget: pipTarget('manylinux2014_x86_64'),
+    describe: `${w.project} ${w.version} wheel for x86_64`,
+  };
+}
+
+function sharedCudaDir(env = process.env) {
+  return path.join(cacheDir(env), `cuda-libs-${TF_VERSION}-linux-x64`);
+}
+
+// What a complete CUDA tree's marker lists: the wheels it was unpacked from.
+const CUDA_WHEEL_IDS = CUDA_WHEELS.map((w) => `${w.project}==${w.version}`);
+
+function isCudaComplete(dir) {
+  const marker = readMarker(dir);
+  if (!marker || JSON.stringify(marker.wheels) !== JSON.stringify(CUDA_WHEEL_IDS)) return false;
+  return cudaLibraryPaths(dir).every((lib) => {
+    try {
+      return fs.statSync(lib).size === marker.libs[path.relative(dir, lib)];
+    } catch {
+      return false;
+    }
+  });
+}
+
+// Unpacks wheel `w`'s libraries into tmp/lib/.
+async function extractCudaWheel(w, wheel, tmp, log) {
+  const prefix = `nvidia/${w.dir}/lib/`;
+  const written = await extractZip(wheel, tmp, (name) => (name.startsWith(prefix) && w.libs.includes(name.slice(prefix.length)) ? `lib/${name.slice(prefix.length)}` : null));
+  if (written.length !== w.libs.length) throw zipError(`${path.basename(wheel)} does not contain ${w.libs.join(', ')}`);
+  log(`extracted ${w.libs.join(', ')} from ${path.basename(wheel)}`);
+  return written;
+}
+
+/** Makes the shared copy of the CUDA libraries complete (downloading and unpacking under the lock); returns its path. */
+async function provideSharedCuda({env = process.env, log = defaultLog, index} = {}) {
+  const shared = sharedCudaDir(env);
+  if (isCudaComplete(shared)) return shared;
+  const cache = path.dirname(shared);
+  fs.mkdirSync(cache, {recursive: true});
+  return withLock(`${shared}.lock`, log, async () => {
+    if (isCudaComplete(shared)) return shared;
+    removeStale(cache, path.basename(shared));
+    const missing = CUDA_WHEELS.filter((w) => !findCachedWheel(cache, cudaWheelSpec(w)));
+    const needed = (CUDA_LIBS_MB + missing.reduce((sum, w) => sum + w.MB, 0)) * MB;
+    if (freeBytes(cache) + depsBytes(shared) < needed) throw noSpaceError(cache, needed);
+    log(`providing the CUDA libraries (${CUDA_WHEELS.length} nvidia-*-cu12 wheels, ${CUDA_WHEEL_MB} MB` +
+      `${missing.length ? `, ${missing.length} to download` : ', all cached'}; ${CUDA_LIBS_MB} MB unpacked) ...`);
+    const tmp = `${shared}.tmp-${process.pid}`;
+    try {
+      fs.rmSync(tmp, {recursive: true, force: true});
+      const libs = {};
+      for (const w of CUDA_WHEELS) {
+        const part = path.join(tmp, 'nvidia', `${w.dir}.part`);
+        fs.mkdirSync(part, {recursive: true});
+        await fromWheel(part, cudaWheelSpec(w), {env, log, index}, (wheel, dest, log_) => extractCudaWheel(w, wheel, dest, log_));
+        fs.renameSync(part, path.join(tmp, 'nvidia', w.dir));
+      }
+      for (const lib of cudaLibraryPaths(tmp)) libs[path.relative(tmp, lib)] = fs.statSync(lib).size;
+      const marker = {version: TF_VERSION, wheels: CUDA_WHEEL_IDS, libs, created: new Date().toISOString()};
+      fs.writeFileSync(path.join(tmp, '.complete'), JSON.stringify(marker, null, 2) + '\n');
+      swapIn(tmp, shared);
+    } finally {
+      fs.rmSync(tmp, {recursive: true, force: true});
+    }
+    log(`the CUDA libraries are unpacked in ${shared} (shared by every project of this user)`);
+    return shared;
+  });
+}
+
+/**
+ * The GPU package's <root>/cuda: a link to (or copy of) the shared CUDA libraries where an
+ * NVIDIA driver is present or TFJS_NODE_RS_CUDA=1; removed where there is none or with
+ * TFJS_NODE_RS_CUDA=0 (TF then runs everything on the CPU). Returns its path, or null.
+ */
+async function ensureCuda({root, env = process.env, log = defaultLog, index, copy = false, driver = nvidiaDriver()}) {
+  const link = packageCudaDir(root);
+  const mode = cudaSwitch(env, setupError);
+  if (mode === 'off' || (mode === 'auto' && !driver)) {
+    fs.rmSync(link, {recursive: true, force: true});
+    log(mode === 'off'
+      ? `${CUDA_ENV}=0: the CUDA libraries are not provided; TensorFlow runs on the CPU`
+      : `no NVIDIA driver found (no /proc/driver/nvidia, no libcuda.so.1): the CUDA libraries (${CUDA_WHEEL_MB} MB ` +
+        `to download) are not fetched, and TensorFlow runs on the CPU. Once a driver is installed, run ` +
+        `\`npm rebuild ${GPU_PACKAGE}\` (or set ${CUDA_ENV}=1 to fetch them anyway).`);
+    return null;
+  }
+  if (driver) log(`NVIDIA driver${driver.version ? ` ${driver.version}` : ''} found (${driver.where})`);
+  if (driver && driver.version && versionBelow(driver.version, MIN_DRIVER.split('.').map(Number))) {
+    log(`warning: NVIDIA driver ${driver.version} is older than ${MIN_DRIVER}, the oldest the CUDA 12 libraries run on: ` +
+      'TensorFlow will not find the GPU and runs on the CPU until the driver is updated.');
+  }
+  const shared = await provideSharedCuda({env, log, index});
+  const linked = isLink(link) && path.resolve(root, fs.readlinkSync(link)) === shared;
+  if (copy ? !isLink(link) && isCudaComplete(link) : linked) return link;
+  const tmp = `${link}.tmp-${process.pid}`;
+  try {
+    fs.rmSync(tmp, {recursive: true, force: true});
+    if (copy) {
+      if (freeBytes(root) < CUDA_LIBS_MB * MB) throw noSpaceError(root, CUDA_LIBS_MB * MB);
+      fs.cpSync(shared, tmp, {recursive: true});
+      log(`${COPY_ENV}=1: copied the CUDA libraries into ${link}`);
+    } else {
+      fs.symlinkSync(shared, tmp);
+    }
+    swapIn(tmp, link);
+  } finally {
+    fs.rmSync(tmp, {recursive: true, force: true});
+  }
+  return link;
+}
+
 // A copy of the shared tree in tmp, for deps/ (copy-on-write where the file system can).
 function copyShared(shared, tmp) {
   fs.mkdirSync(path.join(tmp, 'lib'), {recursive: true});
@@ -928,12 +1069,36 @@ function copyShared(shared, tmp) {
 // Whether deps/ as it is serves this run: made from $TFJS_NODE_RS_LIBTENSORFLOW
 // when it is set; otherwise a link to the shared copy, or a copy of it with
 // $TFJS_NODE_RS_COPY_LIBTENSORFLOW=1 (a deps/ made from a directory once stays).
-function servesAsIs(deps, {envDir, copy}) {
+function servesAsIs(deps, {envDir, copy, shared}) {
   if (!isComplete(deps, envDir)) return false;
   if (envDir) return !isLink(deps);
   const marker = readMarker(deps);
   if (marker.kind === 'directory') return !isLink(deps);
-  return isLink(deps) !== copy;
+  if (isLink(deps) === copy) return false;
+  // A link to, or copy of, this variant's shared copy (not the other x64 build's).
+  return path.resolve(copy ? marker.source : path.resolve(path.dirname(deps), fs.readlinkSync(deps))) === shared;
+}
+
+/** 'gpu' for the GPU package (tfjs-node-rs-gpu, also when installed under an alias), else 'cpu'. */
+function packageVariant(root) {
+  try {
+    return JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')).name === GPU_PACKAGE ? 'gpu' : 'cpu';
+  } catch {
+    return 'cpu';
+  }
+}
+
+// The PLATFORMS key of `variant` on platform `base` ('linux-x64', ...).
+function variantKey(base, variant) {
+  if (variant !== 'gpu') return base;
+  const key = `${base}-gpu`;
+  if (!Object.hasOwn(PLATFORMS, key)) {
+    throw setupError(
+      `unsupported platform: ${GPU_PACKAGE} (TensorFlow with NVIDIA CUDA) exists only for Linux x64; on ${base} ` +
+        'install tfjs-node-rs instead.',
+    );
+  }
+  return key;
 }
 
 /**
@@ -942,18 +1107,21 @@ function servesAsIs(deps, {envDir, copy}) {
  * Throws an Error with code 'TFJS_NODE_RS_SETUP' and a message for the user.
  * index: options for the index client (tests make its retries quick).
  */
-async function ensureLibtensorflow({root = DEFAULT_ROOT, log = defaultLog, env = process.env, platform, index} = {}) {
+async function ensureLibtensorflow({root = DEFAULT_ROOT, log = defaultLog, env = process.env, platform, index, variant} = {}) {
   root = path.resolve(root);
+  variant = variant || packageVariant(root);
   const deps = path.join(root, 'deps');
   const envDir = env[ENV_DIR] ? path.resolve(env[ENV_DIR]) : null;
   const copy = env[COPY_ENV] === '1';
-  if (servesAsIs(deps, {envDir, copy})) {
+  const base = platform ? `${platform.platform}-${platform.arch}` : hostPlatform();
+  const cuda = () => (variant === 'gpu' ? ensureCuda({root, env, log, index, copy}) : null);
+  if (Object.hasOwn(PLATFORMS, base) && servesAsIs(deps, {envDir, copy, shared: sharedDir(env, variantKey(base, variant))})) {
     const marker = readMarker(deps);
     if (!isLink(deps) && marker.deps !== deps) relocate(deps, marker);
-    return {deps, lib: path.join(deps, 'lib'), fresh: false};
+    return {deps, lib: path.join(deps, 'lib'), fresh: false, cuda: await cuda()};
   }
 
-  const key = checkPlatform(platform || detectPlatform());
+  const key = variantKey(checkPlatform(platform || detectPlatform()), variant);
   removeStale(root, 'deps');
   const tmp = path.join(root, `deps.tmp-${process.pid}`);
   try {
@@ -965,7 +1133,7 @@ async function ensureLibtensorflow({root = DEFAULT_ROOT, log = defaultLog, env =
     } else {
       const shared = await provideShared({key, env, log, index});
       if (copy) {
-        if (freeBytes(root) + depsBytes(deps) < COPY_BYTES) throw noSpaceError(root, COPY_BYTES);
+        if (freeBytes(root) + depsBytes(deps) < copyBytes(key)) throw noSpaceError(root, copyBytes(key));
         fs.mkdirSync(tmp, {recursive: true});
         finish(tmp, deps, copyShared(shared, tmp));
         log(`${COPY_ENV}=1: copied libtensorflow into ${deps}`);
@@ -975,11 +1143,11 @@ async function ensureLibtensorflow({root = DEFAULT_ROOT, log = defaultLog, env =
     }
     swapIn(tmp, deps);
     log(`libtensorflow ${TF_VERSION} is ready in ${deps}${isLink(deps) ? ` (a link to ${fs.readlinkSync(deps)})` : ''}`);
-    return {deps, lib: path.join(deps, 'lib'), fresh: true};
+    return {deps, lib: path.join(deps, 'lib'), fresh: true, cuda: await cuda()};
   } catch (err) {
     fs.rmSync(tmp, {recursive: true, force: true});
     if (err.code === SETUP) throw err;
-    if (err.code === 'ENOSPC') throw noSpaceError(path.dirname(err.path || deps), DEPS_BYTES, err);
+    if (err.code === 'ENOSPC') throw noSpaceError(path.dirname(err.path || deps), unpackBytes(key), err);
     if (err.code === 'EACCES' || err.code === 'EPERM' || err.code === 'EROFS') {
       const where = err.path || root;
       throw setupError(`cannot write ${where} (${err.code}): make it writable and run \`npm install\` again.`, err);
@@ -1013,6 +1181,8 @@ module.exports = {
   platformOfTarget,
   hostPlatform,
   hostTarget,
+  provideSharedCuda,
+  sharedCudaDir,
   TF_VERSION,
   COPY_ENV,
   SETUP_ERROR_CODE: SETUP,
@@ -1020,7 +1190,10 @@ module.exports = {
   log: defaultLog,
   exists,
   // For tests.
-  _internal: {listZip, extractZip, findCachedWheel, pickWheel, wheelSpec, wheelTarget, wantedHeader, checkPlatform, isComplete, withLock, ZIP_CORRUPT},
+  _internal: {
+    listZip, extractZip, findCachedWheel, pickWheel, wheelSpec, cudaWheelSpec, wheelTarget, wantedHeader, checkPlatform,
+    isComplete, isCudaComplete, ensureCuda, packageVariant, withLock, ZIP_CORRUPT,
+  },
 };
 
 if (require.main === module) main();

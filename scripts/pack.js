@@ -6,6 +6,10 @@
 //   tfjs-node-rs-linux-x64-gnu-<version>.tgz    the per-platform packages (npm/linux-x64-gnu/,
 //   tfjs-node-rs-linux-arm64-gnu-<version>.tgz  npm/linux-arm64-gnu/), each holding its prebuilt
 //                                               tfjs-node-rs.<platform>.node
+//   tfjs-node-rs-gpu-<version>.tgz              the NVIDIA GPU package: the root package's files
+//                                               under npm/gpu/package.json's name, description,
+//                                               os and cpu, with npm/gpu/README.md (its
+//                                               postinstall provides the CUDA build; same addon)
 //
 // Before packing it copies the built addon into npm/<platform>/, checks the addon
 // (DT_NEEDED libtensorflow_cc.so.2, a RUNPATH that finds node_modules/tfjs-node-rs/deps/lib, and
@@ -36,7 +40,7 @@ const PLATFORMS = {
 // What the root tarball must hold, and must not.
 const ROOT_REQUIRED = [
   'package.json', 'index.js', 'index.d.ts', 'binding.js', 'binding.d.ts',
-  'js/native_loader.js', 'js/native_loader_core.js', 'js/libtensorflow_facts.js',
+  'js/native_loader.js', 'js/native_loader_core.js', 'js/libtensorflow_facts.js', 'js/cuda.js',
   'scripts/postinstall.js', 'scripts/libtensorflow.js', 'scripts/pypi.js', 'scripts/strip_symbols.js', 'scripts/build.js',
 ];
 const ROOT_FORBIDDEN = [
@@ -134,7 +138,11 @@ function checkAddon(file, target) {
   }
   const runpath = elf.runpath.length ? elf.runpath : elf.rpath;
   // The root package as itself, and installed as `@tensorflow/tfjs-node` (npm's alias).
-  for (const dir of ['$ORIGIN/../tfjs-node-rs/deps/lib', '$ORIGIN/../@tensorflow/tfjs-node/deps/lib']) {
+  // The GPU package, as itself and as `@tensorflow/tfjs-node-gpu`, uses the same addon.
+  for (const dir of [
+    '$ORIGIN/../tfjs-node-rs/deps/lib', '$ORIGIN/../@tensorflow/tfjs-node/deps/lib',
+    '$ORIGIN/../tfjs-node-rs-gpu/deps/lib', '$ORIGIN/../@tensorflow/tfjs-node-gpu/deps/lib',
+  ]) {
     if (!runpath.includes(dir)) {
       throw fail(`${file}: RUNPATH (${runpath.join(':') || 'none'}) lacks ${dir} (see build.rs)`);
     }
@@ -187,13 +195,38 @@ function checkRootContents(files) {
   if (bad.length) throw fail(`the root tarball must not hold ${bad.join(', ')} (package.json "files")`);
 }
 
+/**
+ * Packs the GPU package (npm/gpu/) into `out`: a staging folder with the root package's files,
+ * npm/gpu/README.md, and the root's package.json with npm/gpu/package.json's fields in place.
+ */
+function packGpu(root, out) {
+  const pkg = readJson(path.join(root, 'package.json'));
+  const gpuDir = path.join(root, 'npm', 'gpu');
+  const own = readJson(path.join(gpuDir, 'package.json'));
+  const {GPU_PACKAGE} = require('../js/libtensorflow_facts');
+  if (own.name !== GPU_PACKAGE) throw fail(`npm/gpu/package.json: name is ${own.name}, expected ${GPU_PACKAGE}`);
+  const stage = path.join(out, `.gpu-stage-${process.pid}`);
+  fs.rmSync(stage, {recursive: true, force: true});
+  try {
+    fs.mkdirSync(stage, {recursive: true});
+    for (const entry of pkg.files) fs.cpSync(path.join(root, entry), path.join(stage, entry), {recursive: true});
+    fs.copyFileSync(path.join(gpuDir, 'README.md'), path.join(stage, 'README.md'));
+    fs.writeFileSync(path.join(stage, 'package.json'), `${JSON.stringify({...pkg, ...own}, null, 2)}\n`);
+    const packed = npmPack(stage, out);
+    checkRootContents(packed.files);
+    return packed;
+  } finally {
+    fs.rmSync(stage, {recursive: true, force: true});
+  }
+}
+
 function fmtMB(bytes) {
   return `${(bytes / 1024 / 1024).toFixed(1)} MB`;
 }
 
 /**
- * Packs the root and per-platform packages into `out`.
- * Returns { root: { file, size, files }, platforms: [{ name, file, size, files }], seconds }.
+ * Packs the root, GPU and per-platform packages into `out`.
+ * Returns { root: { file, size, files }, gpu: { file, size, files }, platforms: [{ name, file, size, files }], seconds }.
  */
 async function pack({root = ROOT, out = ROOT, build = false, targets = null} = {}) {
   const started = Date.now();
@@ -219,9 +252,11 @@ async function pack({root = ROOT, out = ROOT, build = false, targets = null} = {
   const rootPacked = npmPack(root, out);
   checkRootContents(rootPacked.files);
   log(`${path.basename(rootPacked.file)}: ${fmtMB(rootPacked.size)}, ${rootPacked.files.length} files`);
+  const gpuPacked = packGpu(root, out);
+  log(`${path.basename(gpuPacked.file)}: ${fmtMB(gpuPacked.size)}, ${gpuPacked.files.length} files`);
   const seconds = (Date.now() - started) / 1000;
   log(`packed in ${seconds.toFixed(1)} s into ${out}`);
-  return {root: rootPacked, platforms, seconds};
+  return {root: rootPacked, gpu: gpuPacked, platforms, seconds};
 }
 
 function parseArgs(argv) {
@@ -240,7 +275,7 @@ function parseArgs(argv) {
 async function main() {
   try {
     const res = await pack(parseArgs(process.argv.slice(2)));
-    for (const f of [...res.platforms.map((p) => p.file), res.root.file]) process.stdout.write(`${f}\n`);
+    for (const f of [...res.platforms.map((p) => p.file), res.root.file, res.gpu.file]) process.stdout.write(`${f}\n`);
   } catch (err) {
     process.stderr.write(`tfjs-node-rs pack: ${err.code === 'TFJS_NODE_RS_PACK' || err.code === 'TFJS_NODE_RS_SETUP' ? err.message : err.stack}\n`);
     process.exitCode = 1;

@@ -25,19 +25,28 @@
 //                for tfjs-node use this package), TFJS_NODE_RS_LIBTENSORFLOW set:
 //                `require('@tensorflow/tfjs-node')` runs ops on the 'tensorflow' backend
 //                and its binding carries tfjs-node's TF_Version;
+//        gpu:    the NVIDIA GPU package tfjs-node-rs-gpu, offline: an empty cache holding only
+//                (links to) this machine's tensorflow (CUDA build) wheel, an unreachable index;
+//                deps/ links the GPU build's shared copy; without an NVIDIA driver no cuda/ and
+//                TF reports no GPU; where this machine's cache also holds the nvidia-*-cu12
+//                wheels, `TFJS_NODE_RS_CUDA=1 npm rebuild tfjs-node-rs-gpu` links cuda/ and every
+//                CUDA library is loaded from there; then the package installed as
+//                `@tensorflow/tfjs-node-gpu` (npm's alias);
 //      each time it checks: no registry fetch of the tfjs-node-rs packages, no Rust
 //      sources, no build; deps/ as expected; the addon loads libtensorflow from
 //      where deps/ says; a small model trains on the 'tensorflow' backend;
 //   3. prints the timings and sizes; removes the temp folder (unless --keep).
 //
-//   node scripts/test-install.js [--mode all|env|shared|copy|alias] [--index mirror|real] [--keep] [--root DIR]
+//   node scripts/test-install.js [--mode all|env|shared|copy|alias|gpu] [--index mirror|real] [--keep] [--root DIR]
 
 const fs = require('fs');
 const os = require('os');
 const path = require('path');
 const {spawn, spawnSync} = require('child_process');
 const {pack, npmCommand} = require('./pack');
-const {exists, cacheDir, sharedDir, hostTarget, COPY_ENV} = require('./libtensorflow');
+const {exists, cacheDir, sharedDir, sharedCudaDir, hostTarget, provideShared, COPY_ENV, _internal: {findCachedWheel, wheelSpec, cudaWheelSpec}} = require('./libtensorflow');
+const {GPU_PACKAGE, CUDA_WHEELS, CUDA_ENV} = require('../js/libtensorflow_facts');
+const {cudaLibraryPaths, nvidiaDriver} = require('../js/cuda');
 const {PLATFORM_PACKAGE, ADDON_FILE} = require('../js/native_loader_core');
 const OTHER_PLATFORM_PACKAGES = Object.keys(require('../package.json').optionalDependencies).filter((p) => p !== PLATFORM_PACKAGE);
 
@@ -79,10 +88,12 @@ async function timed(label, fn) {
   }
 }
 
-const MODES = ['env', 'shared', 'copy', 'alias'];
-const USAGE = 'usage: node scripts/test-install.js [--mode all|env|shared|copy|alias] [--index mirror|real] [--keep] [--root DIR]';
-/** The name libraries made for tfjs-node require. */
+const MODES = ['env', 'shared', 'copy', 'alias', 'gpu'];
+const USAGE = 'usage: node scripts/test-install.js [--mode all|env|shared|copy|alias|gpu] [--index mirror|real] [--keep] [--root DIR]';
+/** The names libraries made for tfjs-node and tfjs-node-gpu require. */
 const ALIAS = '@tensorflow/tfjs-node';
+const GPU_ALIAS = '@tensorflow/tfjs-node-gpu';
+const GPU_KEY = 'linux-x64-gpu';
 
 function parseArgs(argv) {
   const opts = {mode: 'all', index: 'mirror', keep: false, root: ROOT};
@@ -219,24 +230,27 @@ function envLibDir(root) {
   return null;
 }
 
-// What the installed project runs after install.
-const LOAD_CHECK = `
+// What the installed project runs after install: which libraries package `pkg` loaded.
+const loadCheck = (pkg) => `
 const fs = require('fs');
-const binding = require('tfjs-node-rs/js/native_loader');
+const binding = require('${pkg}/js/native_loader');
 const maps = fs.readFileSync('/proc/self/maps', 'utf8').split('\\n');
 const lib = (name) => ((maps.find((l) => l.includes('/' + name)) || '').match(/(\\/\\S+)$/) || [])[1] || null;
+const files = maps.map((l) => (l.match(/(\\/\\S+)$/) || [])[1]).filter(Boolean);
 console.log(JSON.stringify({
   tfVersion: binding.tfVersion(),
   addon: require.resolve('${PLATFORM_PACKAGE}'),
   libtensorflow: lib('libtensorflow_cc.so.2'),
   framework: lib('libtensorflow_framework.so.2'),
+  cudaLibs: [...new Set(files.filter((f) => /\\/nvidia\\/[^/]+\\/lib\\//.test(f)))].map((f) => fs.realpathSync(f)),
+  gpu: binding.isUsingGpuDevice(),
   logLevel: process.env.TF_CPP_MIN_LOG_LEVEL,
 }));
 `;
 
-const TRAIN = `
+const trainScript = (pkg) => `
 'use strict';
-const tf = require('tfjs-node-rs');
+const tf = require('${pkg}');
 function check(ok, what) {
   if (!ok) { console.error('train check failed: ' + what); process.exit(1); }
 }
@@ -273,8 +287,9 @@ async function main() {
 main().catch((err) => { console.error(err && err.stack || err); process.exit(1); });
 `;
 
-// platformPackage: the per-platform package installed from its tarball (this machine's by default).
-function writeProject(dir, platformPackage = PLATFORM_PACKAGE) {
+// platformPackage: the per-platform package installed from its tarball (this machine's by default);
+// pkg: the root package the project uses.
+function writeProject(dir, platformPackage = PLATFORM_PACKAGE, pkg = 'tfjs-node-rs') {
   fs.mkdirSync(dir, {recursive: true});
   fs.writeFileSync(path.join(dir, 'package.json'), `${JSON.stringify({
     name: 'tfjs-node-rs-install-test',
@@ -282,12 +297,12 @@ function writeProject(dir, platformPackage = PLATFORM_PACKAGE) {
     private: true,
     // npm versions with install-script approval run (or, in the future, only run)
     // the postinstall that provides libtensorflow when it is allowed.
-    allowScripts: {'tfjs-node-rs': true},
+    allowScripts: {[pkg]: true},
     // The root package's optional dependency on the platform package resolves to
     // the tarball given on the command line, with no registry lookup.
     overrides: {[platformPackage]: `$${platformPackage}`},
   }, null, 2)}\n`);
-  fs.writeFileSync(path.join(dir, 'train.js'), TRAIN);
+  fs.writeFileSync(path.join(dir, 'train.js'), trainScript(pkg));
 }
 
 // Bytes a folder takes on disk, links not followed (what `du -s` reports).
@@ -309,11 +324,11 @@ function fmtMB(bytes) {
 const sizes = [];
 
 // deps/ as each layout must leave it: { tree (where the libraries are), check() }.
-function expectedDeps(layout, {pkgDir, env, libDir}) {
+function expectedDeps(layout, {pkgDir, env, libDir, key}) {
   const deps = path.join(pkgDir, 'deps');
   const isLink = exists(deps) && fs.lstatSync(deps).isSymbolicLink();
   if (layout === 'link') {
-    const shared = sharedDir(env);
+    const shared = sharedDir(env, key);
     if (!isLink || fs.readlinkSync(deps) !== shared) throw fail(`${deps} is not a link to the shared copy ${shared}`);
     return {tree: shared, kind: 'wheel'};
   }
@@ -323,11 +338,16 @@ function expectedDeps(layout, {pkgDir, env, libDir}) {
 
 // Installs the packed packages into a new project and checks and uses it.
 // layout: 'env' ($TFJS_NODE_RS_LIBTENSORFLOW), 'link' (the shared copy) or 'copy'.
-async function installProject(name, layout, {tmp, packed, env, libDir}) {
+// pkg: the root package (tfjs-node-rs, or the GPU package with gpu: true, whose libtensorflow is
+// the shared copy of platform key GPU_KEY). Returns the project, the package's folder and what
+// the load check saw.
+async function installProject(name, layout, {tmp, packed, env, libDir, gpu = false}) {
+  const pkg = gpu ? GPU_PACKAGE : 'tfjs-node-rs';
+  const key = gpu ? GPU_KEY : undefined;
   const project = path.join(tmp, `project-${name}`);
-  writeProject(project);
+  writeProject(project, PLATFORM_PACKAGE, pkg);
   const platformTgz = packed.platforms[0].file;
-  const rootTgz = packed.root.file;
+  const rootTgz = gpu ? packed.gpu.file : packed.root.file;
   const install = await timed(`[${name}] npm install`, () =>
     npm(['install', '--no-audit', '--no-fund', '--prefer-offline', '--foreground-scripts', '--loglevel', 'http', platformTgz, rootTgz], {
       cwd: project, env, label: 'npm install',
@@ -345,14 +365,14 @@ async function installProject(name, layout, {tmp, packed, env, libDir}) {
   });
   if (fetched.length) throw fail(`npm fetched a tfjs-node-rs package from a registry:\n${fetched.join('\n')}`);
   const lock = JSON.parse(fs.readFileSync(path.join(project, 'package-lock.json'), 'utf8'));
-  for (const pkg of ['tfjs-node-rs', PLATFORM_PACKAGE]) {
-    const entry = lock.packages[`node_modules/${pkg}`];
+  for (const installed of [pkg, PLATFORM_PACKAGE]) {
+    const entry = lock.packages[`node_modules/${installed}`];
     if (!entry || !/^file:.*\.tgz$/.test(entry.resolved || '')) {
-      throw fail(`package-lock.json: ${pkg} is not installed from its tarball (${JSON.stringify(entry)})`);
+      throw fail(`package-lock.json: ${installed} is not installed from its tarball (${JSON.stringify(entry)})`);
     }
   }
   const nm = path.join(project, 'node_modules');
-  const pkgDir = path.join(nm, 'tfjs-node-rs');
+  const pkgDir = path.join(nm, pkg);
   const addon = path.join(nm, PLATFORM_PACKAGE, ADDON_FILE);
   if (!exists(addon)) throw fail(`${addon} is missing`);
   if (exists(path.join(pkgDir, 'node_modules', PLATFORM_PACKAGE))) throw fail('the platform package was installed twice (nested)');
@@ -371,18 +391,18 @@ async function installProject(name, layout, {tmp, packed, env, libDir}) {
   } catch {
     throw fail(`postinstall did not provide libtensorflow (${path.join(pkgDir, 'deps', '.complete')} is missing); npm output:\n${install.output.slice(-4000)}`);
   }
-  const want = expectedDeps(layout, {pkgDir, env, libDir});
+  const want = expectedDeps(layout, {pkgDir, env, libDir, key});
   if (marker.kind !== want.kind) throw fail(`deps/ was made from ${marker.kind} (${marker.source}), expected ${want.kind}`);
   log(`  libtensorflow ${marker.version} from ${marker.kind} ${marker.source}`);
   const projectBytes = diskUsage(pkgDir);
-  sizes.push([`[${name}] node_modules/tfjs-node-rs`, projectBytes], [`[${name}] node_modules`, diskUsage(nm)]);
+  sizes.push([`[${name}] node_modules/${pkg}`, projectBytes], [`[${name}] node_modules`, diskUsage(nm)]);
   if (layout !== 'copy' && projectBytes > PROJECT_LIMIT) {
-    throw fail(`node_modules/tfjs-node-rs takes ${fmtMB(projectBytes)}, over ${fmtMB(PROJECT_LIMIT)}`);
+    throw fail(`node_modules/${pkg} takes ${fmtMB(projectBytes)}, over ${fmtMB(PROJECT_LIMIT)}`);
   }
 
   // The prebuilt addon finds libtensorflow through its RUNPATH, where deps/ says.
   const loaded = await timed(`[${name}] load the addon`, () => {
-    const res = nodeScript(project, env, LOAD_CHECK, 'loading the addon');
+    const res = nodeScript(project, env, loadCheck(pkg), 'loading the addon');
     return JSON.parse(res.stdout.trim().split('\n').pop());
   });
   log(`  ${JSON.stringify(loaded)}`);
@@ -392,44 +412,53 @@ async function installProject(name, layout, {tmp, packed, env, libDir}) {
   if (!loaded.libtensorflow || fs.realpathSync(loaded.libtensorflow) !== expectLib) {
     throw fail(`libtensorflow_cc.so.2 was loaded from ${loaded.libtensorflow}, not ${expectLib}`);
   }
-  if (loaded.logLevel !== '2') throw fail(`TF_CPP_MIN_LOG_LEVEL is ${loaded.logLevel} after loading, expected 2`);
+  // The GPU package on a machine without a driver hides TF's cuInit error line (level 3).
+  const level = gpu && !nvidiaDriver() ? '3' : '2';
+  if (loaded.logLevel !== level) throw fail(`TF_CPP_MIN_LOG_LEVEL is ${loaded.logLevel} after loading, expected ${level}`);
 
   const trained = await timed(`[${name}] train a model on the tensorflow backend`, () => {
     const res = run(process.execPath, ['train.js'], {cwd: project, env, label: 'train.js'});
     return JSON.parse(res.stdout.trim().split('\n').pop());
   });
   log(`  ${JSON.stringify(trained)}`);
-  return {project, pkgDir};
+  return {project, pkgDir, loaded};
 }
 
-const ALIAS_CHECK = `
-const tf = require('${ALIAS}');
+const aliasCheck = (alias) => `
+const tf = require('${alias}');
 tf.ready().then(() => {
   const squares = Array.from(tf.tensor([1, 2, 3]).square().dataSync());
+  const maps = require('fs').readFileSync('/proc/self/maps', 'utf8');
   console.log(JSON.stringify({ backend: tf.getBackend(), tfVersion: tf.backend().binding.TF_Version,
-                               rs: tf.version['tfjs-node-rs'], squares }));
+                               rs: tf.version['tfjs-node-rs'], squares,
+                               libtensorflow: (maps.match(/\\/\\S+\\/libtensorflow_cc\\.so\\.2/) || [])[0] }));
 });
 `;
 
-/** The root package installed under tfjs-node's name, as npm's alias puts it. */
-async function installAlias({tmp, packed, env}) {
-  const project = path.join(tmp, 'project-alias');
-  writeProject(project);
-  await timed(`[alias] npm install ${ALIAS}@file:<root tgz>`, () =>
+/**
+ * The root package installed under tfjs-node's name, as npm's alias puts it (or, with gpu, the
+ * GPU package under tfjs-node-gpu's). Returns the project and what the check saw.
+ */
+async function installAlias({tmp, packed, env, gpu = false}) {
+  const alias = gpu ? GPU_ALIAS : ALIAS;
+  const label = gpu ? 'gpu-alias' : 'alias';
+  const project = path.join(tmp, `project-${label}`);
+  writeProject(project, PLATFORM_PACKAGE, alias);
+  await timed(`[${label}] npm install ${alias}@file:<${gpu ? 'gpu' : 'root'} tgz>`, () =>
     npm(['install', '--no-audit', '--no-fund', '--prefer-offline', packed.platforms[0].file,
-         `${ALIAS}@file:${packed.root.file}`], {cwd: project, env, label: 'npm install (alias)'}));
-  const installed = path.join(project, 'node_modules', ...ALIAS.split('/'));
+         `${alias}@file:${gpu ? packed.gpu.file : packed.root.file}`], {cwd: project, env, label: `npm install (${label})`}));
+  const installed = path.join(project, 'node_modules', ...alias.split('/'));
   if (!exists(path.join(installed, 'deps', '.complete'))) throw fail(`postinstall did not provide libtensorflow in ${installed}/deps`);
-  const used = await timed(`[alias] require('${ALIAS}')`, () => {
-    const res = nodeScript(project, env, ALIAS_CHECK, `require('${ALIAS}')`);
+  const used = await timed(`[${label}] require('${alias}')`, () => {
+    const res = nodeScript(project, env, aliasCheck(alias), `require('${alias}')`);
     return JSON.parse(res.stdout.trim().split('\n').pop());
   });
   log(`  ${JSON.stringify(used)}`);
   if (used.backend !== 'tensorflow') throw fail(`tf.getBackend() is '${used.backend}', not 'tensorflow'`);
   if (!/^2\./.test(used.tfVersion)) throw fail(`tf.backend().binding.TF_Version is ${used.tfVersion}`);
-  if (!used.rs) throw fail(`require('${ALIAS}') is not tfjs-node-rs`);
+  if (!used.rs) throw fail(`require('${alias}') is not tfjs-node-rs`);
   if (JSON.stringify(used.squares) !== '[1,4,9]') throw fail(`squares: ${used.squares}`);
-  return project;
+  return {project, used};
 }
 
 // The load error when libtensorflow is gone says `expected`, and `npm rebuild
@@ -456,6 +485,65 @@ async function breakAndRebuild(name, {project, env, expected}) {
     npm(['rebuild', 'tfjs-node-rs', '--no-audit', '--no-fund'], {cwd: project, env, label: 'npm rebuild tfjs-node-rs'}));
   const again = nodeScript(project, env, "console.log(require('tfjs-node-rs/js/native_loader').tfVersion())", 'loading after npm rebuild');
   if (!/^2\./.test(again.stdout.trim())) throw fail(`after npm rebuild: ${again.output}`);
+}
+
+// The GPU package offline: an empty cache of its own holding links to this machine's wheels (the
+// tensorflow CUDA build, unpacked here once first if missing; the nvidia-*-cu12 ones when the
+// machine has them all), and an index that cannot be reached.
+async function testGpu({tmp, packed, env}) {
+  const machineCache = cacheDir(process.env);
+  await timed('[gpu] the tensorflow (CUDA build) wheel in this machine\'s cache', () => provideShared({key: GPU_KEY, log}));
+  const cache = path.join(tmp, 'gpu-cache', 'tfjs-node-rs');
+  fs.mkdirSync(cache, {recursive: true});
+  const wheels = [wheelSpec(GPU_KEY), ...CUDA_WHEELS.map(cudaWheelSpec)].map((spec) => findCachedWheel(machineCache, spec));
+  for (const wheel of wheels.filter(Boolean)) fs.symlinkSync(wheel, path.join(cache, path.basename(wheel)));
+  const haveCuda = wheels.slice(1).every(Boolean);
+  const gpuEnv = {...env, XDG_CACHE_HOME: path.dirname(cache), PIP_INDEX_URL: 'http://127.0.0.1:9/simple/', PIP_CONFIG_FILE: os.devnull};
+  delete gpuEnv[CUDA_ENV];
+  const driver = nvidiaDriver();
+  if (driver && !haveCuda) {
+    throw fail(`this machine has an NVIDIA driver (${driver.where}), so the GPU package's install fetches the CUDA libraries: ` +
+      `put the nvidia-*-cu12 wheels in ${machineCache} first (TFJS_NODE_RS_CUDA=1 npm run test:gpu-on-cpu does)`);
+  }
+  const {project, pkgDir, loaded} = await installProject('gpu', 'link', {tmp, packed, env: gpuEnv, gpu: true});
+  const cudaLink = path.join(pkgDir, 'cuda');
+  if (!driver) {
+    if (exists(cudaLink)) throw fail(`no NVIDIA driver here, yet the install made ${cudaLink}`);
+    if (loaded.cudaLibs.length || loaded.gpu) throw fail(`no NVIDIA driver here, yet ${JSON.stringify(loaded)}`);
+  }
+  if (haveCuda) {
+    // Without a driver the loader leaves the CUDA libraries alone unless told to load them.
+    const cudaEnv = {...gpuEnv, [CUDA_ENV]: '1'};
+    await timed(`[gpu] ${CUDA_ENV}=1 npm rebuild ${GPU_PACKAGE}`, () =>
+      npm(['rebuild', GPU_PACKAGE, '--no-audit', '--no-fund'], {cwd: project, env: cudaEnv, label: `npm rebuild ${GPU_PACKAGE}`}));
+    const shared = sharedCudaDir(gpuEnv);
+    if (!isLinkTo(cudaLink, shared)) throw fail(`${cudaLink} is not a link to the shared CUDA libraries ${shared}`);
+    const withCuda = await timed('[gpu] load the addon and the CUDA libraries', () =>
+      JSON.parse(nodeScript(project, cudaEnv, loadCheck(GPU_PACKAGE), 'loading the CUDA libraries').stdout.trim().split('\n').pop()));
+    const want = cudaLibraryPaths(shared).map((p) => fs.realpathSync(p)).sort();
+    if (JSON.stringify([...withCuda.cudaLibs].sort()) !== JSON.stringify(want)) {
+      throw fail(`the CUDA libraries loaded are ${withCuda.cudaLibs.join(', ')}, expected ${want.join(', ')}`);
+    }
+    log(`  ${withCuda.cudaLibs.length} CUDA libraries loaded from ${shared}; GPU: ${withCuda.gpu}`);
+    sizes.push(['[gpu] the shared CUDA libraries', diskUsage(shared)]);
+    await timed('[gpu] train with the CUDA libraries loaded', () => run(process.execPath, ['train.js'], {cwd: project, env: cudaEnv, label: 'train.js'}));
+  } else {
+    log(`  the nvidia-*-cu12 wheels are not all in ${machineCache}: the CUDA libraries part is left out`);
+  }
+  sizes.push(['[gpu] the shared copy of the GPU build', diskUsage(sharedDir(gpuEnv, GPU_KEY))]);
+  const {used} = await installAlias({tmp, packed, env: gpuEnv, gpu: true});
+  const gpuLib = fs.realpathSync(path.join(sharedDir(gpuEnv, GPU_KEY), 'lib', 'libtensorflow_cc.so.2'));
+  if (!used.libtensorflow || fs.realpathSync(used.libtensorflow) !== gpuLib) {
+    throw fail(`require('${GPU_ALIAS}') loaded ${used.libtensorflow}, not ${gpuLib}`);
+  }
+}
+
+function isLinkTo(link, target) {
+  try {
+    return fs.readlinkSync(link) === target;
+  } catch {
+    return false;
+  }
 }
 
 // Where the shared and copy modes' empty cache gets the wheel from. By default a
@@ -525,7 +613,7 @@ async function main() {
         if (!opts.keep) fs.rmSync(project, {recursive: true, force: true});
       }
       if (modes.includes('alias')) {
-        const project = await installAlias({...ctx, env: envEnv});
+        const {project} = await installAlias({...ctx, env: envEnv});
         if (!opts.keep) fs.rmSync(project, {recursive: true, force: true});
       }
     }
@@ -547,6 +635,7 @@ async function main() {
         await installProject('copy', 'copy', {...ctx, env: {...cachedEnv, [COPY_ENV]: '1'}});
       }
     }
+    if (modes.includes('gpu')) await testGpu({...ctx, env});
     ok = true;
   } finally {
     if (source) source.stop();

@@ -1,0 +1,40 @@
+//! `preloadLibrary`: loads a shared library by absolute path before TF looks for it by name.
+//!
+//! The GPU build of libtensorflow opens the CUDA libraries (`libcudart.so.12`, `libcublas.so.12`,
+//! `libcudnn.so.9`, ...) with `dlopen` by soname when it creates its first context. The loader
+//! (js/native_loader_core.js) opens each one from the package's own copy first: the dynamic
+//! linker then hands TF the already-loaded library, so no `LD_LIBRARY_PATH` is needed.
+
+use std::ffi::{CStr, CString};
+
+/// Loads the shared library at `path` (`RTLD_NOW | RTLD_LOCAL`, as TF opens its own) and keeps
+/// it loaded for the life of the process.
+#[napi_derive::napi(js_name = "preloadLibrary")]
+pub fn preload_library(path: String) -> napi::Result<()> {
+    let c_path = CString::new(path.as_str())
+        .map_err(|_| napi::Error::from_reason(format!("library path {path:?} holds a NUL byte")))?;
+    // SAFETY: `c_path` is a valid NUL-terminated string for the call; the handle is never
+    // closed, so the library stays loaded while TF uses it.
+    let handle = unsafe { libc::dlopen(c_path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
+    if handle.is_null() {
+        return Err(napi::Error::from_reason(format!(
+            "cannot load {path}: {}",
+            last_dl_error()
+        )));
+    }
+    Ok(())
+}
+
+/// The dynamic linker's message for the last failed call on this thread.
+fn last_dl_error() -> String {
+    // SAFETY: dlerror returns null or a NUL-terminated string valid until the next dl* call
+    // on this thread; it is copied out at once.
+    let message = unsafe { libc::dlerror() };
+    if message.is_null() {
+        return "unknown error".into();
+    }
+    // SAFETY: non-null, so a NUL-terminated string (see above).
+    unsafe { CStr::from_ptr(message) }
+        .to_string_lossy()
+        .into_owned()
+}
