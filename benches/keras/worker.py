@@ -2,7 +2,8 @@
 
     python benches/keras/worker.py '<json task>' <out.json>
 
-run.js starts it with the venv of benches/keras/setup.sh. Tasks: {kind: 'info'}, and
+run.js starts it with the venv of benches/keras/setup.sh. Tasks: {kind: 'info'},
+{kind: 'params', specs} (each model's parameter count, for __test__/benches.test.js), and
 {kind: 'model', spec, predictCalls, fitEpochs}, where `spec` is benches/models.js's description
 of the model (batch, shapes, optimizer and loss); the architectures are written here again, in
 Keras, and run.js checks that their parameter counts equal the tfjs models'. The method is
@@ -212,6 +213,9 @@ def main():
         if task["kind"] == "info":
             result["info"] = {"keras": keras.__version__, "tfVersion": tf.__version__,
                               "python": sys.version.split()[0]}
+        elif task["kind"] == "params":
+            result["params"] = {spec["name"]: int(build(spec).count_params())
+                                for spec in task["specs"] if not spec["graphModel"]}
         elif task["kind"] == "model":
             result["model"] = task_model(task)
         else:
