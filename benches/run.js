@@ -56,7 +56,8 @@ function parseArgs(argv) {
     else if (k === 'only') o.only = v.split(',');
     else if (k === 'passes') o.passes = Number(v);
     else if (k === 'help' || k === 'h') {
-      console.log(fs.readFileSync(__filename, 'utf8').split('\n').slice(1, 28)
+      const lines = fs.readFileSync(__filename, 'utf8').split('\n').slice(1);
+      console.log(lines.slice(0, lines.findIndex((l) => !l.startsWith('//')))
           .map((l) => l.replace(/^\/\/ ?/, '')).join('\n'));
       process.exit(0);
     } else throw new Error(`unknown option ${a}`);
