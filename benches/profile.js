@@ -55,11 +55,11 @@ async function main() {
     body = async (n) => { for (let i = 0; i < n; i++) tf.add(a, b).dispose(); };
     await body(20000);
   } else {
-    const spec = require('./models').byName(target);
+    const models = require('./models');
+    const spec = models.byName(target);
     if (!spec) throw new Error(`unknown model ${target}`);
-    const model = spec.build(tf);
-    const one = (l) => (l.length === 1 ? l[0] : l);
-    const xs = one(spec.inputShapes.map((s) => tf.randomUniform([spec.batch, ...s])));
+    const model = await models.build(tf, spec);
+    const xs = models.inputs(tf, spec);
     if (method === 'predict') {
       body = async (n) => {
         for (let i = 0; i < n; i++) {
@@ -69,8 +69,7 @@ async function main() {
         }
       };
     } else {
-      const ys = one(spec.outputShapes.map((s) => tf.randomUniform([spec.batch, ...s])));
-      model.compile({optimizer: spec.fit.optimizer(tf), loss: spec.fit.loss});
+      const ys = models.targets(tf, spec);
       body = async (n) => {
         await model.fit(xs, ys, {batchSize: spec.batch, epochs: n, verbose: 0,
                                  yieldEvery: 'never'});

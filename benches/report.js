@@ -2,8 +2,11 @@
 // Turns a results object from run.js into ratios, targets, a text table, RESULTS.md and an SVG
 // chart. Ratios are always peer time / tensorflow time: above 1 means this backend is faster.
 
-const PEERS = ['tfjs-node', 'wasm', 'cpu'];
-const COLORS = {'tfjs-node': '#e8710a', 'wasm': '#5b6abf', 'cpu': '#7f8c8d'};
+const PEERS = ['tfjs-node', 'wasm', 'cpu', 'keras'];
+const COLORS = {'tfjs-node': '#e8710a', 'wasm': '#5b6abf', 'cpu': '#7f8c8d', 'keras': '#c0392b'};
+// The rows of the two model tables: the 2019 suite, and the user workloads beyond it.
+const GROUPS = [{key: 'suite', title: 'Layers suite', of: (r) => !r.workload},
+                {key: 'workloads', title: 'User workloads', of: (r) => r.workload}];
 
 const ratio = (peer, mine) => (peer != null && mine != null && mine > 0 ? peer / mine : null);
 const geomean = (xs) => {
@@ -20,12 +23,23 @@ function derive(results) {
   const peers = peersOf(results);
   if (results.models) {
     for (const row of results.models) {
+      // Steady state (per call) and first call.
       row.ratios = {};
-      const mine = row.results[P] && row.results[P].ms;
-      for (const p of peers) row.ratios[p] = ratio(row.results[p] && row.results[p].ms, mine);
+      row.firstRatios = {};
+      const mine = row.results[P] || {};
+      for (const p of peers) {
+        const peer = row.results[p] || {};
+        row.ratios[p] = ratio(peer.ms, mine.ms);
+        row.firstRatios[p] = ratio(peer.firstMs, mine.firstMs);
+      }
     }
     results.geomean = {};
-    for (const p of peers) results.geomean[p] = geomean(results.models.map((r) => r.ratios[p]));
+    for (const g of GROUPS) {
+      results.geomean[g.key] = {};
+      for (const p of peers) {
+        results.geomean[g.key][p] = geomean(results.models.filter(g.of).map((r) => r.ratios[p]));
+      }
+    }
   }
   const m = results.micro;
   if (m) {
@@ -69,16 +83,31 @@ function targets(results) {
   const has = (b) => (results.backendsRun || []).includes(b);
   const f2 = (x) => (x == null ? 'n/a' : x.toFixed(2));
   if (results.models && has(P)) {
-    for (const peer of peersOf(results)) {
-      const rows = results.models.filter((r) => r.ratios[peer] != null);
-      const slow = rows.filter((r) => r.ratios[peer] < 1);
-      add(`every model faster than ${peer}`, `${rows.length - slow.length}/${rows.length}`,
-          'ratio ≥ 1.0 on each', rows.length > 0 && slow.length === 0,
-          slow.map((r) => `${r.model} ${r.method} ${f2(r.ratios[peer])}`).join(', '));
-    }
-    if (has('tfjs-node')) {
-      const g = results.geomean['tfjs-node'];
-      add('geometric mean vs tfjs-node', f2(g), '≥ 1.20', g != null && g >= 1.2);
+    const suite = results.models.filter((r) => !r.workload);
+    const workloads = results.models.filter((r) => r.workload);
+    // Each row of `rows` whose ratio against `peer` is below `goal` (or missing).
+    const atLeast = (name, rows, peer, goal) => {
+      if (!has(peer) || !rows.length) return;
+      const measured = rows.filter((r) => r.ratios[peer] != null);
+      const short = rows.filter((r) => !(r.ratios[peer] >= goal));
+      add(name, `${rows.length - short.length}/${rows.length}`, `≥ ${f2(goal)}× ${peer} on each`,
+          short.length === 0,
+          short.map((r) => `${r.model} ${r.method} ${f2(r.ratios[peer])}`).join(', ') +
+          (measured.length < rows.length ? ' (— : not measured)' : ''));
+    };
+    atLeast('every suite model, predict and fit, vs tfjs-node', suite, 'tfjs-node', 2);
+    // wasm has no Conv2DBackpropFilter kernel: the convolutional fits cannot run there.
+    atLeast('every suite model, predict and fit, vs wasm',
+            suite.filter((r) => !notRegistered(r.results.wasm)), 'wasm', 1.5);
+    atLeast('dense-tiny and the RNN predicts vs wasm',
+            suite.filter((r) => r.method === 'predict' &&
+                                (r.model === 'dense-tiny' || r.model.startsWith('rnn-'))),
+            'wasm', 3);
+    atLeast('every fit vs Keras', results.models.filter((r) => r.method === 'fit'), 'keras', 1.5);
+    atLeast('every user workload vs tfjs-node', workloads, 'tfjs-node', 1);
+    if (has('tfjs-node') && workloads.length) {
+      const g = results.geomean.workloads['tfjs-node'];
+      add('user workloads\' geometric mean vs tfjs-node', f2(g), '≥ 1.50', g != null && g >= 1.5);
     }
   }
   const m = results.micro;
@@ -172,12 +201,17 @@ function mdTable(header, rows, leftCols = 2) {
   return [header, align, ...rows].map((r) => `| ${r.join(' | ')} |`).join('\n');
 }
 
-// A model cell: ms, '*' when only the warm-up call was timed, 'n/a' when the backend lacks a
-// kernel the case needs, 'error' otherwise.
-function cell(r) {
+const notRegistered = (r) => !!(r && r.error && /not registered/.test(r.error));
+// A case a backend cannot run at all (Keras and a tfjs GraphModel): its error says 'n/a: why'.
+const notApplicable = (r) => !!(r && r.error && /^n\/a: /.test(r.error));
+
+// A model cell: ms (of `key`: 'ms', the steady state, or 'firstMs'), '*' when only the first
+// call was timed, 'n/a' when the backend lacks a kernel the case needs or cannot run the case,
+// 'error' otherwise.
+function cell(r, key = 'ms') {
   if (!r) return '—';
-  if (r.error) return /not registered/.test(r.error) ? 'n/a' : 'error';
-  return fmtMs(r.ms) + (r.warmupOnly ? '*' : '');
+  if (r.error) return notRegistered(r) || notApplicable(r) ? 'n/a' : 'error';
+  return fmtMs(r[key]) + (r.firstOnly && key === 'ms' ? '*' : '');
 }
 
 function modelNotes(results) {
@@ -185,20 +219,23 @@ function modelNotes(results) {
   const missing = new Map();  // 'backend|kernel' -> cases
   for (const row of results.models || []) {
     for (const [b, r] of Object.entries(row.results)) {
-      if (r.error && /not registered/.test(r.error)) {
+      if (notRegistered(r)) {
         const k = (r.error.match(/Kernel '([^']+)'/) || [])[1] || 'a kernel';
         const key = `${b}|${k}`;
         missing.set(key, [...(missing.get(key) || []), `${row.model} ${row.method}`]);
+      } else if (notApplicable(r)) {
+        notes.add(`${r.error.split(': ').slice(1).join(': ')} (${b} ${row.model}).`.replace(/^./,
+            (c) => `n/a: ${c}`));
       } else if (r.error) {
         notes.add(`error: ${b} ${row.model} ${row.method}: ${r.error}`);
       }
-      if (r.warmupOnly) {
+      if (r.firstOnly) {
         notes.add(`*: one ${row.method === 'fit' ? 'epoch' : 'call'} took so long on ${b} ` +
-                  'that only the warm-up call was timed.');
-      } else if (r.iterations && r.iterations < (row.method === 'fit' ? 10 : 20)) {
+                  'that only the first call was timed.');
+      } else if (r.count && r.count < (row.method === 'fit' ? 10 : 20)) {
         notes.add(`${b}: slow cases ran ${row.method === 'fit' ? 'fewer than 10 epochs' :
-                                            'fewer than 20 predicts'} per round (to fit the ` +
-                  'time budget).');
+                                            'fewer than 20 predicts'} (to fit the time ` +
+                  'budget).');
       }
     }
   }
@@ -209,20 +246,30 @@ function modelNotes(results) {
   return [...notes];
 }
 
-function modelTable(results) {
+// The model tables: per group (suite, workloads) one of the steady state, one of first calls.
+function modelTables(results) {
   const P = results.primary;
   const backs = [P, ...peersOf(results)].filter((b) => (results.backendsRun || []).includes(b));
   const peers = peersOf(results);
   const header = ['model', 'method', ...backs.map((b) => `${b} ms`),
                   ...peers.map((p) => `× ${p}`)];
-  const rows = results.models.map((r) => [
-    r.model, r.method,
-    ...backs.map((b) => cell(r.results[b])),
-    ...peers.map((p) => fmtR(r.ratios[p])),
-  ]);
-  rows.push(['geometric mean', '', ...backs.map(() => ''),
-             ...peers.map((p) => fmtR(results.geomean[p]))]);
-  return {header, rows};
+  const tables = [];
+  for (const g of GROUPS) {
+    const models = results.models.filter(g.of);
+    if (!models.length) continue;
+    const steady = models.map((r) => [r.model, r.method, ...backs.map((b) => cell(r.results[b])),
+                                      ...peers.map((p) => fmtR(r.ratios[p]))]);
+    steady.push(['geometric mean', '', ...backs.map(() => ''),
+                 ...peers.map((p) => fmtR(results.geomean[g.key][p]))]);
+    tables.push({group: g.key, title: `${g.title}: steady state, ms per predict() call / per ` +
+                                      'fit() epoch', header, rows: steady});
+    const first = models.map((r) => [r.model, r.method,
+                                     ...backs.map((b) => cell(r.results[b], 'firstMs')),
+                                     ...peers.map((p) => fmtR(r.firstRatios[p]))]);
+    tables.push({group: g.key, title: `${g.title}: first call, ms of the first predict() (after ` +
+                                      'fit) / the first fit() of one epoch', header, rows: first});
+  }
+  return tables;
 }
 
 /**
@@ -349,11 +396,12 @@ function targetRows(results) {
 function text(results) {
   const parts = [];
   if (results.models) {
-    const t = modelTable(results);
-    parts.push('Layers suite: ms per predict() / per fit() epoch; × = peer ms / ' +
-               `${results.primary} ms (above 1: ${results.primary} faster)\n` +
-               table(t.header, t.rows) +
-               modelNotes(results).map((n) => `\n  ${n}`).join(''));
+    for (const t of modelTables(results)) {
+      parts.push(`${t.title}; × = peer ms / ${results.primary} ms (above 1: ` +
+                 `${results.primary} faster)\n` + table(t.header, t.rows));
+    }
+    const notes = modelNotes(results);
+    if (notes.length) parts.push(notes.map((n) => `  ${n}`).join('\n'));
   }
   if (results.micro) {
     for (const t of microTables(results)) parts.push(t.title + '\n' + table(t.header, t.rows));
@@ -375,13 +423,39 @@ function text(results) {
   return parts.join('\n\n') + '\n';
 }
 
+// How the model tables were measured, and why so (RESULTS.md's method section).
+const MODEL_METHOD = [
+  'Models and the suite\'s method: `../shared/reference/benchmark-suite.md`; the user workloads ' +
+  'and the GraphModel: `benches/models.js` (`benches/fixtures/graph_convnet`, made by ' +
+  '`tensorflowjs_converter` in `scripts/make_fixtures.py bench`); the Keras column: ' +
+  '`benches/keras/worker.py`, the same architectures (the parameter counts are checked against ' +
+  'this package\'s; a model that differs is an error, not a number).',
+  '',
+  'Each (backend, model) runs in a process of its own that does what a user program does: build ' +
+  'the model, compile, `fit` one epoch (the **first fit**), `fit` 10 epochs (**fit**: their ' +
+  'total / 10), then one warm-up `predict` (the **first predict**, after training) and 20 timed ' +
+  '`predict` calls (**predict**: their total / 20), each `predict` + `dataSync()` of every ' +
+  'output + dispose; a fit is followed by a `dataSync()` of the first trainable weight. ' +
+  '`predict` keeps its default `batchSize` of 32 (the batch of 128 runs as 4 × 32), in tfjs ' +
+  'and Keras alike. A cell is the median over the processes; no GC is forced anywhere. Only ' +
+  'the pure-JS `cpu` backend runs fewer calls where the first shows they would take too long.',
+  '',
+  'Until this harness, `benches/` measured predict and fit on fresh models in separate cases ' +
+  '(predict never ran after a fit), as the median of 5 rounds of 20 calls, each round after a ' +
+  'young-generation GC, and reported the median of 3 processes\' medians. Runs that warm up over ' +
+  'many calls (this package\'s deferred runs become graphs only after they have been seen, and ' +
+  'wasm\'s JIT) were timed in their warm rounds only, so the slow first rounds a user\'s 20 ' +
+  'calls include were hidden, and the first call after `fit`, which a trained model meets, was ' +
+  'never measured.',
+];
+
 function markdown(results) {
   const mc = results.machine;
   const P = results.primary;
   const lines = [];
   lines.push('# Benchmark results', '');
   lines.push('The last full run of `npm run bench` (`benches/run.js`); regenerated by it. ' +
-             'Each backend runs in its own process; times are medians of repeated rounds. ' +
+             'Each backend runs in processes of its own, alternating in one run. ' +
              `Ratios are peer time / ${P} time, so above 1 means ${P} (this package) is faster. ` +
              'The machine is shared and noisy: compare numbers only within this run.', '');
   lines.push(`- Date: ${results.date}`);
@@ -392,28 +466,24 @@ function markdown(results) {
       lines.push(`- ${b}: skipped — ${v.note}`);
       continue;
     }
-    const bits = [`tfjs ${v.tfjs}`];
+    const bits = b === 'keras' ? [`Keras ${v.keras} on Python ${v.python}`] : [`tfjs ${v.tfjs}`];
     if (v.tfVersion) bits.push(`TensorFlow ${v.tfVersion}`);
     if (b === 'wasm') bits.push(`SIMD ${v.wasmSimd ? 'on' : 'off'}, threads off (Node)`);
     if (b === 'tfjs-node') bits.push(`@tensorflow/tfjs-node 4.22.0 built by ` +
                                      '../shared/peers/tfjs-node/setup.sh');
+    if (b === 'keras') bits.push('venv of benches/keras/setup.sh');
     if (b === P) bits.push('this package');
     lines.push(`- ${b}: ${bits.join(', ')}`);
   }
   const passes = results.options.passes || 1;
-  lines.push(`- Rounds per model case: ${results.options.rounds} in each of ${passes} worker ` +
-             `process${passes > 1 ? 'es' : ''} per backend (cpu: 1), interleaved across ` +
-             'backends, each round after a young-generation GC; a case\'s time is the median of ' +
-             'the processes\' medians (fewer rounds ' +
-             'where one round of a slow backend exceeds the time budget); total run ' +
-             `${results.seconds} s`, '');
+  lines.push(`- ${passes} worker process${passes > 1 ? 'es' : ''} per model and backend (cpu: ` +
+             `1), alternating between backends; total run ${results.seconds} s`, '');
   if (results.models) {
-    lines.push('## Layers suite', '');
-    lines.push('Method and models: `../shared/reference/benchmark-suite.md` (predict: ms per ' +
-               'predict + `dataSync` of every output; fit: ms per epoch of one batch).', '');
+    lines.push('## Models', '', ...MODEL_METHOD, '');
     lines.push('![speed ratios per model](speed-ratios.svg)', '');
-    const t = modelTable(results);
-    lines.push(mdTable(t.header, t.rows), '');
+    for (const t of modelTables(results)) {
+      lines.push(`### ${t.title}`, '', mdTable(t.header, t.rows), '');
+    }
     const notes = modelNotes(results);
     if (notes.length) lines.push(...notes.map((n) => `- ${n}`), '');
   }
@@ -526,7 +596,8 @@ function svg(results) {
   });
   o.push(`<text x="${(left + W - right) / 2}" y="${axisY + 32}" text-anchor="middle" ` +
          'fill="#555">geometric mean: ' +
-         peers.map((p) => `${esc(p)} ${fmtR(results.geomean[p])}×`).join(', ') + '</text>');
+         peers.map((p) => `${esc(p)} ${fmtR(geomean(rows.map((r) => r.ratios[p])))}×`)
+             .join(', ') + '</text>');
   o.push('</svg>');
   return o.join('\n') + '\n';
 }

@@ -1,37 +1,47 @@
 'use strict';
-// `npm run bench [-- options]`: the layers suite and the micro-benchmarks on this backend
-// ('tensorflow', i.e. this package) and its peers (tfjs-node, wasm, cpu), each backend in its
-// own process; medians of repeated rounds; ratios printed, written to benches/results/*.json,
-// and (full runs) to benches/RESULTS.md and benches/speed-ratios.svg.
+// `npm run bench [-- options]`: the layers suite, user workloads and the micro-benchmarks on this
+// backend ('tensorflow', i.e. this package) and its peers (tfjs-node, wasm, cpu, and for models
+// Python Keras 3), ratios printed, written to benches/results/*.json, and (full runs) to
+// benches/RESULTS.md and benches/speed-ratios.svg.
+//
+// Each model runs as a user program runs it, in a process of its own per backend: build, fit
+// (first epoch, then 10 epochs), one warm-up predict, 20 timed predicts (steady state: their
+// mean); the first calls are reported too. Processes alternate between backends, passes times.
 //
 // Options:
-//   --quick              a subset, fewer rounds (for development; does not touch RESULTS.md)
-//   --backends=a,b       backends to run (default: tensorflow,tfjs-node,wasm,cpu)
+//   --quick              a subset, one pass (for development; does not touch RESULTS.md)
+//   --backends=a,b       backends to run (default: tensorflow,tfjs-node,wasm,cpu,keras)
 //   --models=a,b         models to run (default: all, or the quick subset)
 //   --only=models,micro,rss,clients   groups to run (default: all four; clients: real client
 //                        libraries of tfjs-node, scripts/clients.js, on tensorflow, tfjs-node, wasm)
-//   --rounds=N           rounds per model case in each worker process (default 5; quick 2)
-//   --passes=N           worker processes per model case and backend, interleaved across
-//                        backends (default 3; cpu and quick runs: 1)
+//   --passes=N           worker processes per model and backend, interleaved across backends
+//                        (default 3; cpu and quick runs: 1)
 //   --write              write RESULTS.md and the SVG even for a partial or quick run
 //   --report-only[=FILE] only regenerate RESULTS.md and the SVG from a results file
 //                        (default benches/results/full.json)
 // Environment:
 //   TFJS_NODE_PEER_DIR   where ../shared/peers/tfjs-node/setup.sh built tfjs-node
 //                        (default ~/.cache/tfjs-node-peer); the column is skipped when absent.
+//   TFJS_NODE_RS_KERAS_VENV  the venv of the Keras column, made by benches/keras/setup.sh
+//                        (default ~/.cache/tfjs-node-rs/keras-venv); skipped when absent.
 
 const fs = require('fs');
 const os = require('os');
 const path = require('path');
 const {spawnSync} = require('child_process');
-const {MODELS, cases: allCases} = require('./models');
+const {MODELS, describe} = require('./models');
 const report = require('./report');
 
 const ROOT = path.resolve(__dirname, '..');
 const PRIMARY = 'tensorflow';
 const CORE_FLOOR = require('./core_floor').NAME;
-const ALL_BACKENDS = ['tensorflow', 'tfjs-node', 'wasm', 'cpu'];
-const QUICK_MODELS = ['dense-tiny', 'convolutional-1filters', 'rnn-SimpleRNN'];
+const ALL_BACKENDS = ['tensorflow', 'tfjs-node', 'wasm', 'cpu', 'keras'];
+// The backends of tfjs; the Keras column runs the models only.
+const TFJS_BACKENDS = ALL_BACKENDS.filter((b) => b !== 'keras');
+// The suite's counts (../shared/reference/benchmark-suite.md).
+const PREDICT_CALLS = 20;
+const FIT_EPOCHS = 10;
+const QUICK_MODELS = ['dense-tiny', 'convolutional-1filters', 'rnn-SimpleRNN', 'graph-model'];
 const GROUPS = ['models', 'micro', 'rss', 'clients'];
 
 function parseArgs(argv) {
@@ -44,10 +54,10 @@ function parseArgs(argv) {
     else if (k === 'backends') o.backends = v.split(',');
     else if (k === 'models') o.models = v.split(',');
     else if (k === 'only') o.only = v.split(',');
-    else if (k === 'rounds') o.rounds = Number(v);
     else if (k === 'passes') o.passes = Number(v);
     else if (k === 'help' || k === 'h') {
-      console.log(fs.readFileSync(__filename, 'utf8').split('\n').slice(1, 21)
+      const lines = fs.readFileSync(__filename, 'utf8').split('\n').slice(1);
+      console.log(lines.slice(0, lines.findIndex((l) => !l.startsWith('//')))
           .map((l) => l.replace(/^\/\/ ?/, '')).join('\n'));
       process.exit(0);
     } else throw new Error(`unknown option ${a}`);
@@ -55,7 +65,6 @@ function parseArgs(argv) {
   o.backends = o.backends || ALL_BACKENDS;
   o.models = o.models || (o.quick ? QUICK_MODELS : MODELS.map((m) => m.name));
   o.only = o.only || GROUPS;
-  o.rounds = o.rounds || (o.quick ? 2 : 5);
   o.passes = o.passes || 3;
   for (const m of o.models) {
     if (!MODELS.find((x) => x.name === m)) throw new Error(`unknown model ${m}`);
@@ -72,15 +81,24 @@ function peerDir() {
   return process.env.TFJS_NODE_PEER_DIR || path.join(os.homedir(), '.cache', 'tfjs-node-peer');
 }
 
+function kerasPython() {
+  const venv = process.env.TFJS_NODE_RS_KERAS_VENV ||
+      path.join(os.homedir(), '.cache', 'tfjs-node-rs', 'keras-venv');
+  return path.join(venv, 'bin', 'python');
+}
+
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tfjs-node-rs-bench-'));
 let seq = 0;
 
 // Runs one task in a fresh child process; returns its JSON result (or {error}).
 function runWorker(task, timeoutMs = 15 * 60 * 1000) {
   const out = path.join(tmp, `r${seq++}.json`);
-  const child = spawnSync(process.execPath,
-                          ['--expose-gc', path.join(__dirname, 'worker.js'), JSON.stringify(task),
-                           out],
+  const [program, script] = task.backend === 'keras' ?
+    [kerasPython(), path.join(__dirname, 'keras', 'worker.py')] :
+    [process.execPath, path.join(__dirname, 'worker.js')];
+  const child = spawnSync(program,
+                          [...(task.backend === 'keras' ? [] : ['--expose-gc']), script,
+                           JSON.stringify(task), out],
                           {cwd: ROOT, encoding: 'utf8', timeout: timeoutMs,
                            maxBuffer: 64 << 20,
                            env: {...process.env, TF_CPP_MIN_LOG_LEVEL: '2'}});
@@ -148,25 +166,36 @@ function cFloor(quick) {
 // ------------------------------------------------------------------ groups
 
 /**
- * Worker processes per model case and backend. A machine phase that slows everything for a few
+ * Worker processes per model and backend. A machine phase that slows everything for a few
  * seconds would otherwise land on one backend only: near-equal peers (tfjs-node, on the same TF
  * kernels) flipped between 0.8x and 1.2x from run to run. The passes interleave the backends, and
- * a case's time is the median of the passes' medians. `cpu`, slower by far, runs one pass.
+ * a case's time is the median of the passes. `cpu`, slower by far, runs one pass.
  */
 function passesFor(opts, backend) {
   return opts.quick || backend === 'cpu' ? 1 : opts.passes;
 }
 
+/** The cases of a model: predict, and fit where it trains. */
+function methodsOf(spec) {
+  return spec.fit ? ['predict', 'fit'] : ['predict'];
+}
+
+function modelTask(opts, backend, spec) {
+  const task = {backend, kind: 'model', model: spec.name, spec: describe(spec),
+                predictCalls: PREDICT_CALLS, fitEpochs: FIT_EPOCHS};
+  // Budgets for the pure-JS cpu backend alone (see `fewer` in worker.js).
+  if (backend === 'cpu') Object.assign(task, {roundMs: opts.quick ? 2000 : 4000,
+                                              slowMs: opts.quick ? 5000 : 10000});
+  return task;
+}
+
 function runModels(opts, backends, results) {
-  const cases = allCases().filter((c) => opts.models.includes(c.model));
-  const byModel = {};
-  for (const c of cases) (byModel[c.model] = byModel[c.model] || []).push(c);
-  const rows = cases.map((c) => ({...c, results: {}}));
-  const runs = new Map();  // `model|method|backend` -> [result of each pass]
+  const specs = MODELS.filter((m) => opts.models.includes(m.name));
+  const runs = new Map();  // `model|backend` -> [result of each process]
   const maxPasses = Math.max(...backends.map((b) => passesFor(opts, b)));
   let rotate = 0;
   for (let pass = 0; pass < maxPasses; pass++) {
-    for (const model of Object.keys(byModel)) {
+    for (const spec of specs) {
       // Rotate the order so that no backend always runs first (or last) on a drifting machine.
       const order = backends.slice(rotate % backends.length)
           .concat(backends.slice(0, rotate % backends.length));
@@ -174,42 +203,69 @@ function runModels(opts, backends, results) {
       for (const backend of order) {
         if (pass >= passesFor(opts, backend)) continue;
         const t0 = Date.now();
-        // Budgets: stop repeating a case after budgetMs; shorten a round whose warm-up call shows
-        // it would exceed roundMs; time just the warm-up call when it exceeds slowMs (cpu only).
-        const r = runWorker({backend, kind: 'models', cases: byModel[model], rounds: opts.rounds,
-                             budgetMs: opts.quick ? 5000 : (backend === 'cpu' ? 20000 : 8000),
-                             roundMs: opts.quick ? 2000 : 4000,
-                             slowMs: opts.quick ? 5000 : 10000});
-        const got = r.models || byModel[model].map((c) => ({...c, error: r.error}));
-        for (const g of got) {
-          const key = `${g.model}|${g.method}|${backend}`;
-          if (!runs.has(key)) runs.set(key, []);
-          runs.get(key).push(g);
-        }
-        const summary = got.map((g) => `${g.method} ${g.error ? 'ERROR' : g.ms.toFixed(2) + ' ms'}`)
+        const r = runWorker(modelTask(opts, backend, spec));
+        const got = r.model || {error: r.error};
+        const key = `${spec.name}|${backend}`;
+        if (!runs.has(key)) runs.set(key, []);
+        runs.get(key).push(got);
+        const show = (m) => {
+          const x = got[m];
+          if (!x) return null;
+          return x.error ? `${m} ERROR` :
+            `${m} ${x.ms.toFixed(2)} ms (first ${x.firstMs.toFixed(1)})`;
+        };
+        const summary = got.error ? 'ERROR' : ['fit', 'predict'].map(show).filter(Boolean)
             .join(', ');
-        console.log(`  ${model.padEnd(24)} ${backend.padEnd(10)} ${summary}  ` +
+        console.log(`  ${spec.name.padEnd(24)} ${backend.padEnd(10)} ${summary}  ` +
                     `(pass ${pass + 1}, ${((Date.now() - t0) / 1000).toFixed(1)} s)`);
       }
     }
   }
-  for (const row of rows) {
+  const rows = [];
+  for (const spec of specs) {
+    const params = {};
     for (const backend of backends) {
-      const passes = runs.get(`${row.model}|${row.method}|${backend}`) || [];
-      const failed = passes.find((g) => g.error);
-      if (failed || !passes.length) {
-        row.results[backend] = {error: failed ? failed.error.split('\n')[0] : 'not run'};
-        continue;
+      const first = (runs.get(`${spec.name}|${backend}`) || []).find((g) => g.params != null);
+      if (first) params[backend] = first.params;
+    }
+    for (const method of methodsOf(spec)) {
+      const row = {model: spec.name, method, workload: !!spec.workload, results: {}};
+      for (const backend of backends) {
+        row.results[backend] = combineModelRuns(runs.get(`${spec.name}|${backend}`) || [],
+                                                method, params[PRIMARY], params[backend]);
       }
-      row.results[backend] = {
-        ...combineTimings(passes, 'ms'), rounds: passes.flatMap((g) => g.rounds),
-        iterations: passes[passes.length - 1].iterations,
-        warmupOnly: passes.some((g) => g.warmupOnly),
-        leakedTensors: Math.max(...passes.map((g) => g.leakedTensors || 0)),
-      };
+      rows.push(row);
     }
   }
   results.models = rows;
+}
+
+/**
+ * One backend's cell of a (model, method) row from its processes: the medians over processes of
+ * the steady state and of the first call. A backend whose model has another parameter count
+ * than this package's is an error (the same architecture is what the ratios compare).
+ */
+function combineModelRuns(passes, method, primaryParams, params) {
+  const died = passes.find((g) => g.error);
+  if (died || !passes.length) return {error: died ? died.error.split('\n')[0] : 'not run'};
+  if (primaryParams != null && params != null && params !== primaryParams) {
+    return {error: `a different architecture: ${params} parameters, against ${primaryParams}`};
+  }
+  const got = passes.map((g) => g[method]);
+  if (got.some((g) => !g)) return {error: `no ${method} result`};
+  const failed = got.find((g) => g.error);
+  if (failed) return {error: failed.error.split('\n')[0]};
+  const calls = method === 'fit' ? got.map((g) => g.epochs) : got.map((g) => g.calls);
+  return {
+    ms: median(got.map((g) => g.ms)), min: Math.min(...got.map((g) => g.ms)),
+    firstMs: median(got.map((g) => g.firstMs)),
+    processes: got.map((g) => g.ms), firstProcesses: got.map((g) => g.firstMs),
+    buildMs: median(passes.map((g) => g.buildMs)),
+    count: Math.min(...calls), firstOnly: got.some((g) => g.firstOnly),
+    ...(method === 'predict' ? {callMs: got.map((g) => g.callMs),
+                                leakedTensors: Math.max(...got.map((g) => g.leakedTensors || 0))} :
+      {}),
+  };
 }
 
 function microTask(opts, backend) {
@@ -373,7 +429,8 @@ function main() {
   }
   const started = Date.now();
   const results = {date: new Date().toISOString(), machine: machine(),
-                   options: {quick: opts.quick, full: opts.full, rounds: opts.rounds,
+                   options: {quick: opts.quick, full: opts.full, predictCalls: PREDICT_CALLS,
+                             fitEpochs: FIT_EPOCHS,
                              passes: opts.quick ? 1 : opts.passes,
                              models: opts.models, groups: opts.only},
                    primary: PRIMARY, backends: {}};
@@ -392,6 +449,14 @@ function main() {
       console.log(`  skipping tfjs-node: ${results.backends[backend].note}`);
       continue;
     }
+    if (backend === 'keras' && !fs.existsSync(kerasPython())) {
+      results.backends[backend] = {available: false,
+                                   note: `no venv at ${path.dirname(path.dirname(kerasPython()))} ` +
+                                         '(set TFJS_NODE_RS_KERAS_VENV or run ' +
+                                         'sh benches/keras/setup.sh); column skipped'};
+      console.log(`  skipping keras: ${results.backends[backend].note}`);
+      continue;
+    }
     const r = runWorker({backend, kind: 'info'}, 120000);
     if (r.error) {
       results.backends[backend] = {available: false, note: r.error.split('\n')[0]};
@@ -405,21 +470,22 @@ function main() {
   results.backendsRun = backends;
   if (!backends.length) throw new Error('no backend could be loaded');
 
+  const tfjsBackends = backends.filter((b) => TFJS_BACKENDS.includes(b));
   if (opts.only.includes('models')) {
-    console.log('\nlayers suite (ms per predict / per fit epoch):');
+    console.log('\nlayers suite and user workloads (ms per predict / per fit epoch; first call):');
     runModels(opts, backends, results);
   }
-  if (opts.only.includes('micro')) {
+  if (opts.only.includes('micro') && tfjsBackends.length) {
     console.log('\nmicro-benchmarks:');
-    runMicro(opts, backends, results);
+    runMicro(opts, tfjsBackends, results);
   }
-  if (opts.only.includes('rss')) {
+  if (opts.only.includes('rss') && tfjsBackends.length) {
     console.log('\npeak RSS added by a 400 MB tensor:');
-    runRss(opts, backends, results);
+    runRss(opts, tfjsBackends, results);
   }
-  if (opts.only.includes('clients')) {
+  if (opts.only.includes('clients') && tfjsBackends.length) {
     console.log('\nreal client libraries (ms per call, first and steady state):');
-    runClients(opts, backends, results);
+    runClients(opts, tfjsBackends, results);
   }
   results.seconds = Math.round((Date.now() - started) / 1000);
   report.derive(results);

@@ -4,7 +4,7 @@
 //
 //   node --expose-gc benches/worker.js '<json task>' <out.json>
 //
-// task: {backend, kind: 'info' | 'models' | 'micro' | 'per-op' | 'rss' | 'clients', ...}; see run.js
+// task: {backend, kind: 'info' | 'model' | 'micro' | 'per-op' | 'rss' | 'clients', ...}; see run.js
 // for the fields.
 
 const fs = require('fs');
@@ -59,97 +59,87 @@ async function loadBackend(name) {
   return {tf, info};
 }
 
-const {now, youngGc, median, micro, perOp, rss} = require('./micro');
+const {now, micro, perOp, rss} = require('./micro');
+const models = require('./models');
 
 // ---------------------------------------------------------------- models
 
-// The suite's 20 predicts / 10 epochs per round, unless one warm-up call shows that a round
-// would take longer than `roundMs` (the pure-JS cpu backend on the big models): then fewer,
-// down to 2, so that the whole suite fits in its time budget. The count used is reported.
-// When even the warm-up call took longer than `slowMs`, that call is the measurement (one
-// round of one call, flagged `warmupOnly`): cpu's fit of convolutional-32filters takes minutes.
-function fewer(standard, warmMs, opts) {
-  if (!opts.roundMs || warmMs * standard <= opts.roundMs) return standard;
-  if (opts.slowMs && warmMs > opts.slowMs) return 0;
-  return Math.max(2, Math.min(standard, Math.floor(opts.roundMs / warmMs)));
+// Slow cases on the pure-JS `cpu` backend only (run.js sets the budgets for it alone): fewer
+// than the suite's 20 predicts / 10 epochs when the first call shows they would take longer
+// than `roundMs`, down to 2; none when the first call took longer than `slowMs` (then the first
+// call is the measurement, flagged `firstOnly`: cpu's fit of convolutional-32filters takes
+// minutes an epoch). Every other backend runs the suite's counts.
+function fewer(standard, firstMs, task) {
+  if (!task.roundMs || firstMs * standard <= task.roundMs) return standard;
+  if (task.slowMs && firstMs > task.slowMs) return 0;
+  return Math.max(2, Math.min(standard, Math.floor(task.roundMs / firstMs)));
 }
 
-async function runModelCase(tf, spec, method, opts) {
-  const model = spec.build(tf);
-  const one = (list) => (list.length === 1 ? list[0] : list);
-  const xs = one(spec.inputShapes.map((s) => tf.randomUniform([spec.batch, ...s])));
-  const times = [];
-  const budget = opts.budgetMs;
-  const started = now();
-  let tensorsBefore;
-  let iterations;
-  if (method === 'predict') {
-    const w0 = now();
-    const warm = model.predict(xs);
-    for (const o of Array.isArray(warm) ? warm : [warm]) o.dataSync();
-    tf.dispose(warm);
-    const warmMs = now() - w0;
-    iterations = fewer(20, warmMs, opts);
-    if (iterations === 0) times.push(warmMs);
-    tensorsBefore = tf.memory().numTensors;
-    for (let r = 0; r < opts.rounds && iterations > 0; r++) {
-      youngGc();
-      const t0 = now();
-      for (let i = 0; i < iterations; i++) {
-        const out = model.predict(xs);
-        for (const o of Array.isArray(out) ? out : [out]) o.dataSync();
-        tf.dispose(out);
-      }
-      times.push((now() - t0) / iterations);
-      if (now() - started > budget) break;
-    }
-  } else {
-    const ys = one(spec.outputShapes.map((s) => tf.randomUniform([spec.batch, ...s])));
-    model.compile({optimizer: spec.fit.optimizer(tf), loss: spec.fit.loss});
-    const fitArgs = (n) => ({batchSize: spec.batch, epochs: n, verbose: 0, yieldEvery: 'never'});
-    const weight = model.trainableWeights[0];
-    const w0 = now();
-    await model.fit(xs, ys, fitArgs(1));
+const sum = (xs) => xs.reduce((s, x) => s + x, 0);
+
+/**
+ * fit as a user program calls it, then as the suite times it: the first `fit` of one epoch
+ * (one training step: the data set is one batch), then one `fit` of `fitEpochs` epochs; each
+ * followed by a `dataSync()` of the first trainable weight, so that deferred work is counted.
+ */
+async function timeFit(tf, model, spec, xs, task) {
+  const ys = models.targets(tf, spec);
+  const weight = model.trainableWeights[0];
+  const fit = async (epochs) => {
+    const t0 = now();
+    await model.fit(xs, ys, {batchSize: spec.batch, epochs, verbose: 0, yieldEvery: 'never'});
     weight.read().dataSync();
-    const warmMs = now() - w0;
-    iterations = fewer(10, warmMs, opts);
-    if (iterations === 0) times.push(warmMs);
-    tensorsBefore = tf.memory().numTensors;
-    for (let r = 0; r < opts.rounds && iterations > 0; r++) {
-      youngGc();
-      const t0 = now();
-      await model.fit(xs, ys, fitArgs(iterations));
-      weight.read().dataSync();
-      times.push((now() - t0) / iterations);
-      if (now() - started > budget) break;
-    }
+    return now() - t0;
+  };
+  try {
+    const firstMs = await fit(1);
+    const epochs = fewer(task.fitEpochs, firstMs, task);
+    const ms = epochs ? await fit(epochs) / epochs : firstMs;
+    return {firstMs, ms, epochs, firstOnly: epochs === 0};
+  } catch (e) {
+    return {error: String(e && e.stack || e)};
+  } finally {
     tf.dispose(ys);
   }
-  const leaked = tf.memory().numTensors - tensorsBefore;
-  tf.dispose(xs);
-  model.dispose();
-  return {ms: median(times), min: Math.min(...times), rounds: times,
-          iterations: iterations || 1, warmupOnly: iterations === 0, leakedTensors: leaked};
 }
 
-async function taskModels(tf, task) {
-  const {byName} = require('./models');
-  const out = [];
-  for (const c of task.cases) {
-    const spec = byName(c.model);
-    try {
-      const t0 = now();
-      const r = await runModelCase(tf, spec, c.method, task);
-      out.push({model: c.model, method: c.method, ...r});
-      if (process.env.BENCH_VERBOSE) {
-        console.error(`${task.backend} ${c.model} ${c.method}: ${r.ms.toFixed(2)} ms ` +
-                      `(${r.rounds.length}×${r.iterations}, ${((now() - t0) / 1000).toFixed(1)} s)`);
-      }
-    } catch (e) {
-      out.push({model: c.model, method: c.method, error: String(e && e.stack || e)});
-      if (process.env.BENCH_VERBOSE) console.error(`${task.backend} ${c.model} ${c.method}: ${e}`);
-    }
-  }
+/**
+ * predict as the suite times it: one warm-up call (the first call, reported as such), then
+ * `predictCalls` calls, each `predict` + `dataSync()` of every output + dispose; the steady
+ * state is their total / count, the mean a user's loop sees. Each call is timed too.
+ */
+function timePredict(tf, model, xs, task) {
+  const call = () => {
+    const t0 = now();
+    const out = model.predict(xs);
+    for (const o of Array.isArray(out) ? out : [out]) o.dataSync();
+    tf.dispose(out);
+    return now() - t0;
+  };
+  const firstMs = call();
+  const calls = fewer(task.predictCalls, firstMs, task);
+  const tensorsBefore = tf.memory().numTensors;
+  const callMs = [];
+  for (let i = 0; i < calls; i++) callMs.push(call());
+  return {firstMs, ms: calls ? sum(callMs) / calls : firstMs, calls, firstOnly: calls === 0,
+          callMs, leakedTensors: tf.memory().numTensors - tensorsBefore};
+}
+
+/**
+ * One model, as a user program runs it: build (or load), compile, fit, then predict. When fit
+ * fails (a backend without a gradient kernel), predict still runs, on the untrained model.
+ */
+async function taskModel(tf, task) {
+  const spec = models.byName(task.model);
+  const t0 = now();
+  const model = await models.build(tf, spec);
+  const out = {model: spec.name, buildMs: now() - t0,
+               params: typeof model.countParams === 'function' ? model.countParams() : null};
+  const xs = models.inputs(tf, spec);
+  if (spec.fit) out.fit = await timeFit(tf, model, spec, xs, task);
+  out.predict = timePredict(tf, model, xs, task);
+  tf.dispose(xs);
+  model.dispose();
   return out;
 }
 
@@ -181,7 +171,7 @@ async function main() {
     } else {
       const {tf, info} = await loadBackend(task.backend);
       result.info = info;
-      if (task.kind === 'models') result.models = await taskModels(tf, task);
+      if (task.kind === 'model') result.model = await taskModel(tf, task);
       else if (task.kind === 'micro') result.micro = micro(tf, task);
       else if (task.kind === 'per-op') result.perOp = perOp(tf, task);
       else if (task.kind === 'rss') result.rss = rss(tf, task);

@@ -19,6 +19,10 @@ Made by tools other than this project, so the tests check tfjs-node-rs against r
 - layers_tfjs_node/          a LayersModel saved with `model.save('file://...')` by the real
   @tensorflow/tfjs-node 4.22 (when it is installed; set TFJS_NODE_PEER to its app directory),
   with the predictions tfjs-node computed.
+- ../../benches/fixtures/graph_convnet/   the GraphModel of `npm run bench` (benches/models.js
+  graph-model): a small Keras 3 convnet (seeded weights), exported as a SavedModel and converted
+  by `tensorflowjs_converter`'s own code (the `tensorflowjs` package from PyPI); only with the
+  `bench` argument. The converter's install: scripts/make_fixtures.converter-requirements.txt.
 - images/                    small images written by Pillow, with `expected.json` holding the
   pixels Pillow decodes from each file (decoded independently of TensorFlow).
 
@@ -427,9 +431,42 @@ def edges(base):
     )
 
 
+def bench_graph_model(path):
+    """A small convnet as tensorflowjs_converter turns a SavedModel into a GraphModel."""
+    import tempfile
+    import types
+
+    import keras
+
+    # tensorflowjs imports tensorflow_decision_forests at load time, for TF-DF models only; the
+    # TF-DF builds on PyPI fail to load under TF 2.21 (undefined symbols), and this model has
+    # no TF-DF ops, so the converter gets an empty module in its place.
+    sys.modules.setdefault("tensorflow_decision_forests",
+                           types.ModuleType("tensorflow_decision_forests"))
+    from tensorflowjs.converters import tf_saved_model_conversion_v2
+
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([
+        keras.Input((28, 28, 1)),
+        keras.layers.Conv2D(8, 3, activation="relu"),
+        keras.layers.MaxPooling2D(2),
+        keras.layers.Conv2D(16, 3, activation="relu"),
+        keras.layers.MaxPooling2D(2),
+        keras.layers.Flatten(),
+        keras.layers.Dense(10, activation="softmax"),
+    ])
+    fresh(path)
+    with tempfile.TemporaryDirectory() as tmp:
+        saved = os.path.join(tmp, "saved_model")
+        model.export(saved)
+        tf_saved_model_conversion_v2.convert_tf_saved_model(saved, path)
+
+
 def main():
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     which = set(sys.argv[1:]) or {"saved_model", "graph_model", "tfjs_node", "images"}
+    if "bench" in which:
+        bench_graph_model(os.path.join(ROOT, "..", "..", "benches", "fixtures", "graph_convnet"))
     if "saved_model" in which:
         base = os.path.join(ROOT, "saved_model")
         keras_mlp(base)

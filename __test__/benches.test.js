@@ -1,0 +1,104 @@
+'use strict';
+// The benchmark harness (benches/): its models build as the suite describes them, the Keras
+// column builds the same architectures, the GraphModel fixture loads and computes, and the
+// targets of RESULTS.md are computed from the numbers. No timing is asserted.
+
+const test = require('node:test');
+const assert = require('node:assert');
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
+const {spawnSync} = require('child_process');
+
+const tf = require('..');
+const models = require('../benches/models');
+const report = require('../benches/report');
+
+test('every bench LayersModel builds on this backend, with the outputs its spec declares',
+     async () => {
+  for (const spec of models.MODELS.filter((s) => !s.load)) {
+    const model = await models.build(tf, spec);
+    const outputs = model.outputs.map((o) => o.shape.slice(1));
+    assert.deepStrictEqual(outputs, spec.outputShapes, spec.name);
+    model.dispose();
+  }
+});
+
+test('the GraphModel fixture, made by tensorflowjs_converter, gives softmax rows', async () => {
+  const spec = models.byName('graph-model');
+  const model = await models.build(tf, spec);
+  const x = tf.randomUniform([3, 28, 28, 1]);
+  const y = model.predict(x);
+  assert.deepStrictEqual(y.shape, [3, 10]);
+  const rows = await y.sum(1).array();
+  for (const s of rows) assert.ok(Math.abs(s - 1) < 1e-5, `row sum ${s}`);
+  const bytes = fs.readdirSync(models.GRAPH_MODEL_DIR)
+      .reduce((n, f) => n + fs.statSync(path.join(models.GRAPH_MODEL_DIR, f)).size, 0);
+  assert.ok(bytes < 64 * 1024, `fixture of ${bytes} bytes`);
+  tf.dispose([x, y]);
+  model.dispose();
+});
+
+const kerasPython = path.join(process.env.TFJS_NODE_RS_KERAS_VENV ||
+                              path.join(os.homedir(), '.cache', 'tfjs-node-rs', 'keras-venv'),
+                              'bin', 'python');
+
+test('the Keras column builds the same architectures (parameter counts)',
+     {skip: !fs.existsSync(kerasPython) && `no Keras venv at ${kerasPython}`}, async () => {
+  const out = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'bench-keras-')), 'out.json');
+  const task = {backend: 'keras', kind: 'params', specs: models.MODELS.map(models.describe)};
+  const r = spawnSync(kerasPython, [path.join(__dirname, '..', 'benches', 'keras', 'worker.py'),
+                                    JSON.stringify(task), out], {encoding: 'utf8'});
+  assert.strictEqual(r.status, 0, r.stderr);
+  const result = JSON.parse(fs.readFileSync(out, 'utf8'));
+  assert.ifError(result.error);
+  for (const spec of models.MODELS.filter((s) => !s.load)) {
+    const model = await models.build(tf, spec);
+    assert.strictEqual(result.params[spec.name], model.countParams(), spec.name);
+    model.dispose();
+  }
+});
+
+// A results object as run.js writes it, with the steady-state ms of each backend.
+function results(rows) {
+  const backendsRun = ['tensorflow', 'tfjs-node', 'wasm', 'keras'];
+  return {
+    primary: 'tensorflow', backendsRun, backends: {},
+    models: rows.map(([model, method, workload, ms]) => ({
+      model, method, workload,
+      results: Object.fromEntries(backendsRun.map((b, i) => [b, typeof ms[i] === 'string' ?
+        {error: ms[i]} : {ms: ms[i], firstMs: ms[i] * 2}])),
+    })),
+  };
+}
+
+test('targets are computed from the ratios of the run', () => {
+  const r = report.derive(results([
+    // model, method, workload, [tensorflow, tfjs-node, wasm, keras] ms
+    ['dense-tiny', 'predict', false, [1, 2, 3, 9]],
+    ['dense-tiny', 'fit', false, [1, 2, 1.5, 1.5]],
+    ['convolutional-1filters', 'fit', false,
+     [1, 3, "Kernel 'Conv2DBackpropFilter' not registered for backend 'wasm'", 2]],
+    ['rnn-GRU', 'predict', false, [1, 1.9, 2.9, 5]],
+    ['text-lstm', 'fit', true, [2, 4, 'n/a: x', 2]],
+    ['graph-model', 'predict', true, [1, 1, 1, 'n/a: Keras has no tfjs GraphModel']],
+  ]));
+  const t = Object.fromEntries(r.targets.map((x) => [x.name, x]));
+  const vsNode = t['every suite model, predict and fit, vs tfjs-node'];
+  assert.deepStrictEqual([vsNode.value, vsNode.met], ['3/4', false]);
+  assert.match(vsNode.detail, /rnn-GRU predict 1\.90/);
+  // The fit wasm cannot run is left out of the wasm target.
+  const vsWasm = t['every suite model, predict and fit, vs wasm'];
+  assert.deepStrictEqual([vsWasm.value, vsWasm.met], ['3/3', true]);
+  const rnnWasm = t['dense-tiny and the RNN predicts vs wasm'];
+  assert.deepStrictEqual([rnnWasm.value, rnnWasm.met], ['1/2', false]);
+  const keras = t['every fit vs Keras'];
+  assert.deepStrictEqual([keras.value, keras.met], ['2/3', false]);
+  assert.match(keras.detail, /text-lstm fit 1\.00/);
+  const workloads = t['every user workload vs tfjs-node'];
+  assert.deepStrictEqual([workloads.value, workloads.met], ['2/2', true]);
+  const geo = t['user workloads\' geometric mean vs tfjs-node'];
+  assert.deepStrictEqual([geo.value, geo.met], [Math.SQRT2.toFixed(2), false]);
+  // First-call ratios are derived too.
+  assert.strictEqual(r.models[0].firstRatios.wasm, 3);
+});

@@ -1,0 +1,230 @@
+"""The Python Keras 3 peer of benches/worker.js: one task in this process, its result as JSON.
+
+    python benches/keras/worker.py '<json task>' <out.json>
+
+run.js starts it with the venv of benches/keras/setup.sh. Tasks: {kind: 'info'},
+{kind: 'params', specs} (each model's parameter count, for __test__/benches.test.js), and
+{kind: 'model', spec, predictCalls, fitEpochs}, where `spec` is benches/models.js's description
+of the model (batch, shapes, optimizer and loss); the architectures are written here again, in
+Keras, and run.js checks that their parameter counts equal the tfjs models'. The method is
+worker.js's: build, compile, fit one epoch (first fit), fit `fitEpochs` epochs, one warm-up
+predict (first predict), `predictCalls` timed predicts, predict with Keras's default batch size
+of 32 as tfjs's.
+"""
+
+import json
+import os
+import re
+import sys
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+layers = keras.layers
+
+
+def dense_tiny():
+    return keras.Sequential([keras.Input((100,)), layers.Dense(200, activation="relu"),
+                             layers.Dense(1)])
+
+
+def dense_large():
+    return keras.Sequential([keras.Input((100,)), layers.Dense(4000, activation="relu"),
+                             layers.Dense(1000, activation="relu"),
+                             layers.Dense(500, activation="relu"), layers.Dense(1)])
+
+
+def convolutional(filters):
+    return lambda: keras.Sequential([
+        keras.Input((28, 28, 1)),
+        layers.Conv2D(filters, 3, padding="valid"), layers.Activation("relu"),
+        layers.Conv2D(filters, 3), layers.Activation("relu"),
+        layers.MaxPooling2D(2), layers.Flatten(),
+        layers.Dense(128, activation="relu"), layers.Dense(10, activation="softmax"),
+    ])
+
+
+def rnn(kind):
+    # tfjs's GRU has only the reset-before convention (Keras 2's default), 60 fewer parameters.
+    make = {"SimpleRNN": lambda: layers.SimpleRNN(20),
+            "GRU": lambda: layers.GRU(20, reset_after=False),
+            "LSTM": lambda: layers.LSTM(20)}[kind]
+    return lambda: keras.Sequential([keras.Input((20, 20)), make()])
+
+
+def mobilenet():
+    return keras.applications.MobileNet(input_shape=(224, 224, 3), alpha=0.5, weights=None,
+                                        classes=1000)
+
+
+def attention():
+    tx, ty, n_a, n_s, in_vocab, out_vocab = 30, 10, 32, 64, 38, 11
+    x = keras.Input((tx, in_vocab))
+    s0 = keras.Input((n_s,))
+    c0 = keras.Input((n_s,))
+    a = layers.Bidirectional(layers.LSTM(n_a, return_sequences=True,
+                                         recurrent_activation="hard_sigmoid"),
+                             merge_mode="concat")(x)
+    repeator = layers.RepeatVector(tx)
+    concatenator = layers.Concatenate(axis=-1)
+    densor1 = layers.Dense(10, activation="tanh")
+    densor2 = layers.Dense(1, activation="relu")
+    activator = layers.Softmax(axis=1)
+    dotor = layers.Dot(axes=1)
+    decoder = layers.LSTM(n_s, return_state=True, recurrent_activation="hard_sigmoid")
+    output_layer = layers.Dense(out_vocab, activation="softmax")
+    s, c = s0, c0
+    outputs = []
+    for _ in range(ty):
+        energies = densor2(densor1(concatenator([a, repeator(s)])))
+        context = dotor([activator(energies), a])
+        s, _, c = decoder(context, initial_state=[s, c])
+        outputs.append(output_layer(s))
+    return keras.Model([x, s0, c0], outputs)
+
+
+def mnist_convnet():
+    return keras.Sequential([
+        keras.Input((28, 28, 1)),
+        layers.Conv2D(32, 3, activation="relu"), layers.Conv2D(64, 3, activation="relu"),
+        layers.MaxPooling2D(2), layers.Dropout(0.25), layers.Flatten(),
+        layers.Dense(128, activation="relu"), layers.Dropout(0.5),
+        layers.Dense(10, activation="softmax"),
+    ])
+
+
+def text_lstm(spec):
+    return keras.Sequential([
+        keras.Input((spec["inputShapes"][0][0],), dtype="int32"),
+        layers.Embedding(spec["inputInts"], 32), layers.LSTM(32),
+        layers.Dense(1, activation="sigmoid"),
+    ])
+
+
+def resnet_block():
+    def conv_bn(x, relu):
+        y = layers.BatchNormalization()(layers.Conv2D(16, 3, padding="same", use_bias=False)(x))
+        return layers.ReLU()(y) if relu else y
+
+    inputs = keras.Input((32, 32, 3))
+    stem = conv_bn(inputs, True)
+    branch = conv_bn(conv_bn(stem, True), False)
+    out = layers.ReLU()(layers.Add()([stem, branch]))
+    out = layers.Dense(10, activation="softmax")(layers.GlobalAveragePooling2D()(out))
+    return keras.Model(inputs, out)
+
+
+BUILDERS = {
+    "dense-tiny": dense_tiny,
+    "dense-large": dense_large,
+    "convolutional-1filters": convolutional(1),
+    "convolutional-32filters": convolutional(32),
+    "rnn-SimpleRNN": rnn("SimpleRNN"),
+    "rnn-GRU": rnn("GRU"),
+    "rnn-LSTM": rnn("LSTM"),
+    "mobilenet": mobilenet,
+    "attention": attention,
+    "mnist-convnet": mnist_convnet,
+    "text-lstm": text_lstm,
+    "resnet-block": resnet_block,
+}
+
+OPTIMIZERS = {"sgd": keras.optimizers.SGD, "adam": keras.optimizers.Adam,
+              "rmsprop": keras.optimizers.RMSprop}
+
+
+def snake(name):
+    """tfjs's loss names are Keras's in camelCase."""
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+def data(spec, shapes, ints=None):
+    rng = np.random.default_rng()
+    arrays = [rng.integers(0, ints, (spec["batch"], *s), dtype=np.int32) if ints else
+              rng.uniform(size=(spec["batch"], *s)).astype(np.float32) for s in shapes]
+    return arrays[0] if len(arrays) == 1 else arrays
+
+
+def build(spec):
+    builder = BUILDERS[spec["name"]]
+    model = builder(spec) if builder is text_lstm else builder()
+    if spec["fit"]:
+        fit = spec["fit"]
+        lr = fit.get("learningRate")
+        optimizer = OPTIMIZERS[fit["optimizer"]](**({} if lr is None else {"learning_rate": lr}))
+        model.compile(optimizer=optimizer, loss=snake(fit["loss"]))
+    return model
+
+
+def time_fit(model, spec, xs, task):
+    ys = data(spec, spec["outputShapes"])
+    weight = model.trainable_weights[0]
+
+    def fit(epochs):
+        t0 = time.perf_counter()
+        model.fit(xs, ys, batch_size=spec["batch"], epochs=epochs, verbose=0)
+        weight.numpy()
+        return (time.perf_counter() - t0) * 1e3
+
+    try:
+        first_ms = fit(1)
+        epochs = task["fitEpochs"]
+        return {"firstMs": first_ms, "ms": fit(epochs) / epochs, "epochs": epochs,
+                "firstOnly": False}
+    except Exception as e:  # reported in the cell, as worker.js does
+        return {"error": f"{type(e).__name__}: {e}"}
+
+
+def time_predict(model, xs, task):
+    def call():
+        t0 = time.perf_counter()
+        model.predict(xs, batch_size=32, verbose=0)  # numpy arrays: read back
+        return (time.perf_counter() - t0) * 1e3
+
+    first_ms = call()
+    call_ms = [call() for _ in range(task["predictCalls"])]
+    return {"firstMs": first_ms, "ms": sum(call_ms) / len(call_ms), "calls": len(call_ms),
+            "firstOnly": False, "callMs": call_ms}
+
+
+def task_model(task):
+    spec = task["spec"]
+    if spec["graphModel"]:
+        raise NotImplementedError("n/a: Keras has no tfjs GraphModel")
+    t0 = time.perf_counter()
+    model = build(spec)
+    out = {"model": spec["name"], "buildMs": (time.perf_counter() - t0) * 1e3,
+           "params": int(model.count_params())}
+    xs = data(spec, spec["inputShapes"], spec["inputInts"])
+    if spec["fit"]:
+        out["fit"] = time_fit(model, spec, xs, task)
+    out["predict"] = time_predict(model, xs, task)
+    return out
+
+
+def main():
+    task = json.loads(sys.argv[1])
+    result = {"backend": task["backend"], "kind": task["kind"]}
+    try:
+        if task["kind"] == "info":
+            result["info"] = {"keras": keras.__version__, "tfVersion": tf.__version__,
+                              "python": sys.version.split()[0]}
+        elif task["kind"] == "params":
+            result["params"] = {spec["name"]: int(build(spec).count_params())
+                                for spec in task["specs"] if not spec["graphModel"]}
+        elif task["kind"] == "model":
+            result["model"] = task_model(task)
+        else:
+            raise ValueError(f"unknown task {task['kind']} for the Keras worker")
+    except Exception as e:
+        result["error"] = f"{type(e).__name__}: {e}" if not str(e).startswith("n/a") else str(e)
+    with open(sys.argv[2], "w") as fh:
+        json.dump(result, fh)
+
+
+if __name__ == "__main__":
+    main()
