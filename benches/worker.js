@@ -187,4 +187,4 @@ async function main() {
 
 if (require.main === module) main();
 
-module.exports = {loadBackend, runModelCase};
+module.exports = {loadBackend, taskModel};

@@ -19,12 +19,13 @@ const fs = require('fs');
 const os = require('os');
 const path = require('path');
 const {spawnSync} = require('child_process');
-const {MODELS, cases} = require('../benches/models');
-const {runModelCase} = require('../benches/worker');
+const {MODELS} = require('../benches/models');
+const {taskModel} = require('../benches/worker');
 
 const PACKAGE = 'tfjs-node-rs-gpu';
 const TOLERANCE = 1e-2;
-const SUITE = {rounds: 2, budgetMs: 20000, roundMs: 3000, slowMs: 20000};
+/** The suite's counts (benches/run.js): 20 predicts, 10 epochs, after a first call of each. */
+const SUITE = {predictCalls: 20, fitEpochs: 10};
 
 // A fixed sequence in [-1, 1) (a 32-bit LCG), the same in every process.
 function sequence(n, seed) {
@@ -58,9 +59,10 @@ async function compute(tf) {
 
 async function suite(tf) {
   const out = [];
-  for (const c of cases()) {
-    const r = await runModelCase(tf, MODELS.find((m) => m.name === c.model), c.method, SUITE);
-    out.push({model: c.model, method: c.method, ms: r.ms});
+  for (const spec of MODELS.filter((m) => !m.workload)) {
+    const r = await taskModel(tf, {model: spec.name, ...SUITE});
+    out.push({model: spec.name, method: 'predict', ms: r.predict.ms});
+    if (r.fit && !r.fit.error) out.push({model: spec.name, method: 'fit', ms: r.fit.ms});
   }
   return out;
 }
