@@ -171,6 +171,12 @@ export declare function opNames(): Array<string>
  */
 export declare function preloadLibrary(path: string): void
 
+/**
+ * Whether prepared op `prepared` can be a graph node and computes the same outputs from the
+ * same inputs every time (no random numbers): values a recorded call may read back.
+ */
+export declare function preparedOpIsDeterministic(prepared: number): boolean
+
 /** Reads and checks `attrs` for op `name` once; returns a handle for `runPreparedOp`. */
 export declare function prepareOp(name: string, attrs: OpAttr[] | null | undefined): number
 

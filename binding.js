@@ -851,6 +851,7 @@ module.exports.loadSavedModel = nativeBinding.loadSavedModel
 module.exports.opDef = nativeBinding.opDef
 module.exports.opNames = nativeBinding.opNames
 module.exports.preloadLibrary = nativeBinding.preloadLibrary
+module.exports.preparedOpIsDeterministic = nativeBinding.preparedOpIsDeterministic
 module.exports.prepareOp = nativeBinding.prepareOp
 module.exports.reshapeTensor = nativeBinding.reshapeTensor
 module.exports.runCall = nativeBinding.runCall

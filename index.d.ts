@@ -40,6 +40,31 @@ export interface TensorFlowBackend extends KernelBackend {
 }
 
 export declare namespace node {
+  // ------------------------------------------------------------------ Whole calls as graphs
+
+  /**
+   * `fn` as one TF graph per key of its arguments (Python's `tf.function` for tfjs): its
+   * first calls with a key run eagerly and are recorded, later ones run the recorded ops as
+   * one graph. Tensors key by dtype and shape, other arguments by value; `fn` runs as
+   * `tf.tidy(fn)`, and JS values it reads are fixed at the recording.
+   */
+  function function_<F extends (...args: any[]) => any>(fn: F): F;
+  export {function_ as function};
+
+  /** Counters of whole-call graphs in this process (README: "Whole calls as graphs"). */
+  export function callGraphStats(): {
+    /** Calls compiled into graphs. */
+    compiled: number;
+    /** Calls run as one graph. */
+    replays: number;
+    /** Calls recorded while running eagerly. */
+    recordings: number;
+    /** Keys left eager (their calls could not be one graph). */
+    eagerKeys: number;
+    /** Why the last recording could not be a graph, with its call site, or null. */
+    lastFailure: string | null;
+  };
+
   // ------------------------------------------------------------------ SavedModel
 
   /**
@@ -48,23 +73,23 @@ export declare namespace node {
    * int64 and uint8 travel as int32), `tfDtype` (`'DT_FLOAT'`...) and `shape` (-1 for unknown
    * dims, undefined for unknown rank). `__saved_model_init_op` is left out.
    */
-  function getMetaGraphsFromSavedModel(path: string): Promise<MetaGraph[]>;
+  export function getMetaGraphsFromSavedModel(path: string): Promise<MetaGraph[]>;
 
   /**
    * Loads one signature of the meta graph tagged exactly `tags` into a TF session. Models of
    * the same directory and tags share one session.
    */
-  function loadSavedModel(path: string, tags?: string[], signature?: string):
+  export function loadSavedModel(path: string, tags?: string[], signature?: string):
       Promise<TFSavedModel>;
 
   /** Distinct SavedModel sessions loaded (models that share a session count once). */
-  function getNumOfSavedModels(): number;
+  export function getNumOfSavedModels(): number;
 
   /**
    * Exact int64 values (tfjs has no int64 dtype): a shape and a BigInt64Array. Feeds int64
    * SavedModel inputs beyond int32, and holds int64 outputs under `{int64: 'bigint'}`.
    */
-  class Int64Tensor {
+  export class Int64Tensor {
     readonly values: BigInt64Array;
     readonly shape: number[];
     readonly dtype: 'int64';
@@ -76,13 +101,13 @@ export declare namespace node {
   }
 
   /** An Int64Tensor of `values` with `shape` (default `[values.length]`). */
-  function int64Tensor(values: BigInt64Array|Array<bigint|number>, shape?: number[]): Int64Tensor;
+  export function int64Tensor(values: BigInt64Array|Array<bigint|number>, shape?: number[]): Int64Tensor;
 
   /** A SavedModel input: a tensor, or an Int64Tensor for int64 inputs. */
-  type SavedModelInput = Tensor|Int64Tensor;
+  export type SavedModelInput = Tensor|Int64Tensor;
 
   /** predict() / execute() options of a TFSavedModel. */
-  interface SavedModelRunConfig extends ModelPredictConfig {
+  export interface SavedModelRunConfig extends ModelPredictConfig {
     /**
      * How int64 outputs come back: 'int32' (default, as tfjs-node) gives int32 tensors and
      * throws when a value does not fit int32; 'bigint' gives Int64Tensor.
@@ -90,7 +115,7 @@ export declare namespace node {
     int64?: 'int32'|'bigint';
   }
 
-  class TFSavedModel implements InferenceModel {
+  export class TFSavedModel implements InferenceModel {
     /** The signature's inputs, in input-key order (names without a trailing `:0`). */
     readonly inputs: ModelTensorInfo[];
     /** The signature's outputs, in output-key order. */
@@ -124,17 +149,17 @@ export declare namespace node {
 
   // ------------------------------------------------------------------ images
 
-  enum ImageType { JPEG = 'jpeg', PNG = 'png', GIF = 'gif', BMP = 'BMP' }
+  export enum ImageType { JPEG = 'jpeg', PNG = 'png', GIF = 'gif', BMP = 'BMP' }
 
   /** The image type sniffed from the leading bytes; throws for anything else. */
-  function getImageType(content: Uint8Array): ImageType;
+  export function getImageType(content: Uint8Array): ImageType;
 
   /**
    * Decodes a BMP, GIF, JPEG or PNG into an int32 tensor. GIFs give [frames, h, w, 3], or the
    * first frame as [h, w, 3] with `expandAnimations = false`; others give [h, w, channels].
    * `channels`: 0 = as stored.
    */
-  function decodeImage(content: Uint8Array, channels?: number, dtype?: 'int32',
+  export function decodeImage(content: Uint8Array, channels?: number, dtype?: 'int32',
                        expandAnimations?: boolean): Tensor3D|Tensor4D;
 
   /**
@@ -142,30 +167,30 @@ export declare namespace node {
    * acceptableFraction 1, dctMethod '' (TF's fast integer DCT; 'INTEGER_ACCURATE' matches
    * libjpeg's default).
    */
-  function decodeJpeg(contents: Uint8Array, channels?: number, ratio?: number,
+  export function decodeJpeg(contents: Uint8Array, channels?: number, ratio?: number,
                       fancyUpscaling?: boolean, tryRecoverTruncated?: boolean,
                       acceptableFraction?: number, dctMethod?: string): Tensor3D;
-  function decodePng(contents: Uint8Array, channels?: number, dtype?: 'int32'): Tensor3D;
-  function decodeBmp(contents: Uint8Array, channels?: number): Tensor3D;
-  function decodeGif(contents: Uint8Array): Tensor4D;
+  export function decodePng(contents: Uint8Array, channels?: number, dtype?: 'int32'): Tensor3D;
+  export function decodeBmp(contents: Uint8Array, channels?: number): Tensor3D;
+  export function decodeGif(contents: Uint8Array): Tensor4D;
 
   /**
    * Encodes [h, w, 1|3] as JPEG. Defaults: format '' (by channels), quality 95, progressive
    * false, optimizeSize false, chromaDownsampling true, densityUnit 'in', xDensity 300,
    * yDensity 300, xmpMetadata ''.
    */
-  function encodeJpeg(image: Tensor3D, format?: ''|'grayscale'|'rgb', quality?: number,
+  export function encodeJpeg(image: Tensor3D, format?: ''|'grayscale'|'rgb', quality?: number,
                       progressive?: boolean, optimizeSize?: boolean,
                       chromaDownsampling?: boolean, densityUnit?: 'in'|'cm',
                       xDensity?: number, yDensity?: number, xmpMetadata?: string):
       Promise<Uint8Array>;
 
   /** Encodes [h, w, 1|2|3|4] as PNG; compression -1..9, default 1. */
-  function encodePng(image: Tensor3D, compression?: number): Promise<Uint8Array>;
+  export function encodePng(image: Tensor3D, compression?: number): Promise<Uint8Array>;
 
   // ------------------------------------------------------------------ TensorBoard
 
-  class SummaryFileWriter {
+  export class SummaryFileWriter {
     /** Writes a scalar (`simple_value`) for `name` at `step` (an integer). */
     scalar(name: string, value: Scalar|number, step: number, description?: string): void;
     /**
@@ -184,10 +209,10 @@ export declare namespace node {
    * (120000) after the first queued one, on `flush()` and at process exit. The file is
    * `events.out.tfevents.<time>.<host>.<pid>.<n><filenameSuffix>` ('.v2').
    */
-  function summaryFileWriter(logdir: string, maxQueue?: number, flushMillis?: number,
+  export function summaryFileWriter(logdir: string, maxQueue?: number, flushMillis?: number,
                              filenameSuffix?: string): SummaryFileWriter;
 
-  interface TensorBoardCallbackArgs {
+  export interface TensorBoardCallbackArgs {
     /** 'epoch' (default): log after each epoch; 'batch': also after each batch. */
     updateFreq?: 'batch'|'epoch';
     /** Weight histograms every this many epochs; 0 (default) = never. */
@@ -198,11 +223,11 @@ export declare namespace node {
    * A `model.fit` callback: metrics go to `<logdir>/train` and (val_*) `<logdir>/val` as
    * `epoch_<metric>` (step = epoch + 1) and `batch_<metric>` (step = batches seen).
    */
-  class TensorBoardCallback extends Callback {
+  export class TensorBoardCallback extends Callback {
     constructor(logdir?: string, args?: TensorBoardCallbackArgs);
   }
 
-  function tensorBoard(logdir?: string, args?: TensorBoardCallbackArgs): TensorBoardCallback;
+  export function tensorBoard(logdir?: string, args?: TensorBoardCallbackArgs): TensorBoardCallback;
 }
 
 // Added to tf.io when the package loads (tf.io is @tensorflow/tfjs's io namespace):

@@ -253,6 +253,28 @@ test('GraphModel execute, predict and executeAsync replay and match the file mad
        assert.ok(replays() - before >= 4, 'replayed');
      });
 
+test('a GraphModel whose flatten reads a size computed from the input\'s shape replays',
+     async () => {
+       // Converted by the tensorflowjs converter: Shape -> StridedSlice -> Pack -> Reshape, whose
+       // shape tfjs-converter reads back; values that depend only on the shape may be read.
+       const file = path.join(__dirname, '..', 'benches', 'fixtures', 'graph_convnet', 'model.json');
+       const model = await tf.loadGraphModel(tf.io.fileSystem(file));
+       const x = tf.tensor4d(Array.from({length: 2 * 28 * 28}, (_, i) => Math.cos(i) ** 2),
+                             [2, 28, 28, 1]);
+       const eager = await on('eager', () => Array.from(model.predict(x).dataSync()));
+       const before = replays();
+       for (let i = 0; i < 4; i++) close(Array.from(model.predict(x).dataSync()), eager, 1e-5);
+       assert.strictEqual(replays() - before, 2);
+       // A read of values computed from the input keeps a call eager.
+       const f = tf.node.function((t) => t.mul(t.sum().dataSync()[0]));
+       for (const v of [1, 2, 3, 4]) assert.strictEqual(f(tf.tensor1d([v])).dataSync()[0], v * v);
+       // So does a read of random values drawn by an op.
+       const g = tf.node.function((t) => t.add(tf.dropout(tf.ones([64]), 0.5).sum().dataSync()[0]));
+       const sums = [];
+       for (let i = 0; i < 6; i++) sums.push(g(tf.scalar(0)).dataSync()[0]);
+       assert.ok(new Set(sums).size > 1, `the same sums: ${sums}`);
+     });
+
 test('the switch turns call graphs off', async () => {
   await on('eager', async () => {
     const f = tf.node.function((t) => t.add(1));

@@ -15,6 +15,11 @@ async function main(): Promise<void> {
   const handler: tf.io.IOHandler = tf.io.fileSystem('/tmp/model/model.json');
   const http: tf.io.IOHandler = tf.io.nodeHTTPRequest('http://127.0.0.1/model.json');
 
+  const step = tf.node.function((a: tf.Tensor2D, b: tf.Tensor2D) => tf.matMul(a, b));
+  const product: tf.Tensor2D = step(x, x);
+  const graphCalls: number = tf.node.callGraphStats().replays;
+  const whyEager: string | null = tf.node.callGraphStats().lastFailure;
+
   const metaGraphs: tf.MetaGraph[] = await tf.node.getMetaGraphsFromSavedModel('/tmp/saved');
   const saved: tf.node.TFSavedModel = await tf.node.loadSavedModel('/tmp/saved', ['serve'], 'serving_default');
   const out = saved.predict(x) as tf.Tensor;

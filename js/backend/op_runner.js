@@ -21,6 +21,8 @@ class OpRunner {
     this.byKey = new Map();
     /** The call being recorded as a graph (js/graphs/recording.js), or null. */
     this.recording = null;
+    /** Prepared id -> whether the op is deterministic, for recordings. */
+    this.deterministic = [];
   }
 
   /** Runs `opName` and returns its outputs as `[{id, shape, dtype}]`. Throws the binding's errors. */
@@ -35,8 +37,20 @@ class OpRunner {
     }
     for (let i = 0; i < inputs; i++) io[i] = inputIds[i];
     const outs = this.readOutputs(this.binding.runPreparedOp(prepared, io, inputs, numOutputs));
-    if (this.recording !== null) this.recording.op(prepared, inputIds, outs);
+    if (this.recording !== null) {
+      this.recording.op(prepared, this.isDeterministic(prepared), inputIds, outs);
+    }
     return outs;
+  }
+
+  /** Whether prepared op `id` is deterministic (`preparedOpIsDeterministic`), asked once. */
+  isDeterministic(id) {
+    let known = this.deterministic[id];
+    if (known === undefined) {
+      known = this.binding.preparedOpIsDeterministic(id);
+      this.deterministic[id] = known;
+    }
+    return known;
   }
 
   /**

@@ -146,6 +146,7 @@ class TensorFlowBackend extends tfc.KernelBackend {
   write(values, shape, dtype) {
     const rec = new TensorData(values, shape, dtype, -1, 1);
     this.live.add(rec);
+    if (this.ops.recording !== null) this.ops.recording.wrote(rec);
     return rec;
   }
 
@@ -178,8 +179,8 @@ class TensorFlowBackend extends tfc.KernelBackend {
   }
 
   readSync(dataId) {
-    this.notRecordable('reads a tensor\'s values');
     const rec = this.record(dataId);
+    if (this.ops.recording !== null) this.ops.recording.read(rec);
     if (this.othersHold(dataId, rec)) {
       // Another tensor holds the same data (a clone, a variable and the tensor it was set from,
       // a lazy reshape, a shared constant): a fresh copy per read, so that writing into it
@@ -396,7 +397,7 @@ class TensorFlowBackend extends tfc.KernelBackend {
    * outlive the id.
    */
   readRaw(id) {
-    this.notRecordable('reads a tensor\'s values');
+    if (this.ops.recording !== null) this.ops.recording.readId(id);
     return this.binding.tensorDataSync(id);
   }
 

@@ -1,15 +1,18 @@
 'use strict';
 // What one eager call did, as the backend saw it: the prepared ops it ran and where each op's
 // inputs came from (an earlier op of the call, or a tensor from outside it), the tensors it
-// wrote from JS, and anything that rules a graph out (a read of values, an op off the fast
-// path, a SavedModel run). `finish` turns it into the description that `compileCall` takes,
+// wrote from JS, and anything that rules a graph out (a read of values that may differ
+// between calls, an op off the fast path, a SavedModel run). `finish` turns it into the description that `compileCall` takes,
 // with a key that two calls share exactly when they ran the same ops on the same outside
 // tensors, so that the graph of one computes what the other computed.
 
 const tfc = require('@tensorflow/tfjs-core');
 
-/** Elements of JS-written data kept to compare calls; a call writing more stays eager. */
-const MAX_WRITTEN_ELEMENTS = 1 << 20;
+/**
+ * Elements of JS-written data compared between calls (tfjs's gradients write `ones` of their
+ * input's size); a call writing more stays eager.
+ */
+const MAX_WRITTEN_ELEMENTS = 1 << 26;
 
 class Recording {
   /**
@@ -29,6 +32,10 @@ class Recording {
     /** Native id -> `{shape, dtype, values}` of what the call wrote from JS. */
     this.written = new Map();
     this.writtenElements = 0;
+    /** Records the call made from JS values (`backend.write`), uploaded or not. */
+    this.wroteRecs = new WeakSet();
+    /** Native ids of op outputs that depend on inputs, variables or random ops. */
+    this.varying = new Set();
     /** Native id -> input position. Uploaded first, so that the upload is not recorded. */
     this.inputIds = new Map();
     for (let i = 0; i < inputs.length; i++) {
@@ -49,17 +56,55 @@ class Recording {
     this.tensorsBefore = tfc.engine().state.numTensors;
   }
 
+  /** The call made the tensor of `rec` from JS values. */
+  wrote(rec) {
+    this.wroteRecs.add(rec);
+  }
+
+  /**
+   * The call reads the values of `rec`. JS decides on them from here on, so a graph of the call
+   * is right only if they are the same every call: values that depend on neither its inputs,
+   * nor variables, nor random ops, only on tensors from before the call and on values it wrote
+   * itself, which recordings compare (a flatten's size from the input's shape).
+   */
+  read(rec) {
+    if (rec.id >= 0) {
+      this.readId(rec.id);
+    } else if (this.wroteRecs.has(rec)) {
+      // Written from JS and read back before any upload: no recording would compare them.
+      this.fail('reads values it wrote from JS');
+    }
+  }
+
+  readId(id) {
+    this.refOf(id);
+    if (this.varying.has(id) || this.inputIds.has(id) || this.variables.has(id)) {
+      this.fail('reads values computed from its inputs, variables or random numbers');
+    }
+  }
+
   fail(reason) {
     if (this.failure === null) this.failure = reason;
   }
 
-  /** Prepared op `op` ran on native `inputIds`, giving `outs` (`[{id, shape, dtype}]`). */
-  op(op, inputIds, outs) {
+  /**
+   * Prepared op `op` ran on native `inputIds`, giving `outs` (`[{id, shape, dtype}]`). Its
+   * outputs vary between calls when `deterministic` is false or an input varies.
+   */
+  op(op, deterministic, inputIds, outs) {
     const node = this.ops.length;
     const inputs = new Array(inputIds.length);
-    for (let i = 0; i < inputIds.length; i++) inputs[i] = this.refOf(inputIds[i]);
+    let varies = !deterministic;
+    for (let i = 0; i < inputIds.length; i++) {
+      const id = inputIds[i];
+      inputs[i] = this.refOf(id);
+      varies = varies || this.varying.has(id) || this.inputIds.has(id) || this.variables.has(id);
+    }
     this.ops.push({op, inputs});
-    for (let j = 0; j < outs.length; j++) this.refs.set(outs[j].id, {node, output: j});
+    for (let j = 0; j < outs.length; j++) {
+      this.refs.set(outs[j].id, {node, output: j});
+      if (varies) this.varying.add(outs[j].id);
+    }
   }
 
   /** The call made native tensor `id` from JS `data`. */
@@ -69,7 +114,8 @@ class Recording {
       this.fail(`writes more than ${MAX_WRITTEN_ELEMENTS} elements from JS`);
       return;
     }
-    const values = Array.isArray(data) ? data.map((bytes) => Buffer.from(bytes)) : data.slice();
+    // Kept, not copied: a tensor's data is never written after it is made.
+    const values = Array.isArray(data) ? data.map((bytes) => Buffer.from(bytes)) : data;
     this.written.set(id, {shape: shape.slice(), dtype, values});
   }
 

@@ -290,6 +290,20 @@ pub fn prepare_op(env: Env, name: Unknown, attrs: Unknown) -> napi::Result<u32> 
     })
 }
 
+/// Whether prepared op `prepared` can be a graph node and computes the same outputs from the
+/// same inputs every time (no random numbers): values a recorded call may read back.
+#[napi_derive::napi(js_name = "preparedOpIsDeterministic")]
+pub fn prepared_op_is_deterministic(env: Env, prepared: u32) -> napi::Result<bool> {
+    js_call(&env, |js| {
+        let state = EnvState::get(js)?;
+        let op = state
+            .prepared_ops
+            .get(prepared as usize)
+            .ok_or_else(|| Error::Invalid(format!("prepared op {prepared} does not exist")))?;
+        Ok(op.node.is_some_and(|kind| !kind.random))
+    })
+}
+
 /// Runs a prepared op. `io` holds the `numInputs` input ids on entry; on return it holds, for each
 /// output, `id, dtype index (into dtypeNames()), rank, dims...`. Returns the number of outputs.
 #[napi_derive::napi(

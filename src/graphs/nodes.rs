@@ -187,6 +187,8 @@ pub struct NodeKind {
     pub layout: InputLayout,
     /// May be deferred (see `PURE`).
     pub deferrable: bool,
+    /// Draws random numbers (`RANDOM`); every other node kind is deterministic.
+    pub random: bool,
 }
 
 /// How op `name` with `attrs` can be a graph node; `None` when it runs only eagerly.
@@ -196,10 +198,12 @@ pub fn node_kind(name: &CStr, attrs: &[api::OwnedAttr]) -> Option<NodeKind> {
         Some(&(_, layout)) => NodeKind {
             layout,
             deferrable: true,
+            random: false,
         },
         None if PURE_IN_CALLS.contains(&name) || RANDOM.contains(&name) => NodeKind {
             layout: InputLayout::Single,
             deferrable: false,
+            random: RANDOM.contains(&name),
         },
         None => return None,
     };
