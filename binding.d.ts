@@ -165,6 +165,9 @@ export interface OpDefinition {
 /** Names of every op registered with TF (its own and this package's). */
 export declare function opNames(): Array<string>
 
+/** Pauses deferring (or resumes it): ops run at once while paused (see `trace`). */
+export declare function pauseDeferring(paused: boolean): void
+
 /**
  * Loads the shared library at `path` (`RTLD_NOW | RTLD_LOCAL`, as TF opens its own) and keeps
  * it loaded for the life of the process.

@@ -850,6 +850,7 @@ module.exports.isUsingGpuDevice = nativeBinding.isUsingGpuDevice
 module.exports.loadSavedModel = nativeBinding.loadSavedModel
 module.exports.opDef = nativeBinding.opDef
 module.exports.opNames = nativeBinding.opNames
+module.exports.pauseDeferring = nativeBinding.pauseDeferring
 module.exports.preloadLibrary = nativeBinding.preloadLibrary
 module.exports.preparedOpIsDeterministic = nativeBinding.preparedOpIsDeterministic
 module.exports.prepareOp = nativeBinding.prepareOp

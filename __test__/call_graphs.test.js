@@ -10,6 +10,7 @@ const assert = require('node:assert');
 const path = require('path');
 
 const tf = require('..');
+const binding = require('../binding.js');
 
 const FLAG = 'TFJS_NODE_RS_CALL_GRAPHS';
 
@@ -213,6 +214,22 @@ test('calls that read values or draw random numbers in JS stay eager and correct
   assert.strictEqual(new Set(draws).size, 6, 'fresh random values each call');
 });
 
+test('a stateful RNN, whose state lives in JS between calls, predicts as eagerly', async () => {
+  const run = async () => {
+    const m = tf.sequential();
+    m.add(tf.layers.simpleRNN({units: 3, stateful: true, batchInputShape: [2, 4, 2],
+                               kernelInitializer: init(6), recurrentInitializer: init(7)}));
+    const x = tf.tensor3d(Array.from({length: 16}, (_, i) => Math.sin(i)), [2, 4, 2]);
+    const out = [];
+    for (let i = 0; i < 6; i++) out.push(...m.predict(x).dataSync());
+    m.resetStates();
+    out.push(...m.predict(x).dataSync());
+    m.dispose();
+    return out;
+  };
+  close(await on('graphs', run), await on('cpu', run), 1e-5);
+});
+
 test('a replayed call fails where the eager call fails, with TF\'s message', async () => {
   const divide = tf.node.function((a, b) => tf.floorDiv(a, b));
   const a = tf.tensor1d([7, 8], 'int32');
@@ -251,6 +268,9 @@ test('GraphModel execute, predict and executeAsync replay and match the file mad
          close(Array.from((await model.executeAsync(x)).dataSync()), want.outputs.y.values, 1e-6);
        }
        assert.ok(replays() - before >= 4, 'replayed');
+       const graphs = binding.stats().callGraphs;
+       model.dispose();
+       assert.strictEqual(binding.stats().callGraphs, graphs - 2, 'dispose drops its 2 graphs');
      });
 
 test('a GraphModel whose flatten reads a size computed from the input\'s shape replays',
@@ -284,4 +304,44 @@ test('the switch turns call graphs off', async () => {
     assert.strictEqual(after.recordings, before.recordings);
     assert.strictEqual(after.replays, before.replays);
   });
+});
+
+test('compileCall and runCall refuse malformed calls with errors, never a crash', () => {
+  const attrT = [{name: 'T', type: 'type', value: 'float32'}];
+  const add = binding.prepareOp('AddV2', attrT);
+  const neg = binding.prepareOp('Neg', attrT);
+  const matMul = binding.prepareOp('MatMul', [...attrT, {name: 'transpose_a', type: 'bool', value: false},
+    {name: 'transpose_b', type: 'bool', value: false}]);
+  const f = binding.createTensor([2], 'float32', binding.alloc('float32', 2));
+  const i = binding.createTensor([2], 'int32', binding.alloc('int32', 2));
+  const m = binding.createTensor([2, 3], 'float32', binding.alloc('float32', 6));
+  const compileNeg = (id) => binding.compileCall([{op: neg, inputs: [{feed: 0}]}], [id], [], [{node: 0}]);
+  const io = (...ids) => Float64Array.from({length: 64}, (_, k) => ids[k] || 0);
+  const refused = [
+    [() => binding.compileCall([{op: add, inputs: [{feed: 0}]}], [f], [], [{node: 0}]), /1 inputs specified of 2/],
+    [() => binding.compileCall([{op: add, inputs: [{feed: 0}, {feed: 1}]}], [f, i], [], [{node: 0}]),
+      /Inconsistent values for attr 'T'/],
+    [() => binding.compileCall([{op: neg, inputs: [{node: 0}]}], [f], [], [{node: 0}]), /does not come before/],
+    [() => binding.compileCall([{op: neg, inputs: [{feed: 5}]}], [f], [], [{node: 0}]), /does not come before/],
+    [() => binding.compileCall([{op: neg, inputs: [{feed: 0}]}], [f], [], [{node: 0, output: 7}]),
+      /has no output 7/],
+    [() => binding.compileCall([{op: neg, inputs: [{feed: 0, node: 0}]}], [f], [], [{node: 0}]),
+      /a call ref is/],
+    [() => binding.compileCall([{op: 99999, inputs: [{feed: 0}]}], [f], [], [{node: 0}]), /does not exist/],
+    [() => compileNeg(123456789), /unknown or was deleted/],
+    [() => binding.runCall(binding.compileCall([{op: matMul, inputs: [{feed: 0}, {feed: 1}]}], [m, m], [],
+                                               [{node: 0}]), io(m, m), 2), /Matrix size-incompatible/],
+    [() => binding.runCall(compileNeg(f), io(f), 3), /unknown or was deleted/],
+    [() => binding.runCall(compileNeg(f), io(i), 1), /to be float but int32/],
+    [() => binding.runCall(987654, io(), 0), /does not exist/],
+    [() => binding.runCall(compileNeg(f), [f], 1), /io must be a Float64Array/],
+    [() => binding.runCall(compileNeg(m), new Float64Array([m, 0]), 1), /too few for the outputs/],
+  ];
+  for (const [call, message] of refused) assert.throws(call, message);
+  const before = binding.stats().liveTensors;
+  const graph = compileNeg(f);
+  assert.strictEqual(binding.runCall(graph, io(f), 1), 1);
+  assert.strictEqual(binding.stats().liveTensors, before + 1);
+  assert.strictEqual(binding.dropCall(graph), true);
+  assert.strictEqual(binding.dropCall(graph), false);
 });

@@ -158,6 +158,9 @@ pub struct TraceCounters {
 
 pub struct Tracer {
     enabled: bool,
+    /// Deferring is paused while a whole call is recorded (`js/graphs/`): the call becomes one
+    /// graph from its third run, so a deferred run compiled on its second would be wasted.
+    paused: bool,
     trie: Vec<TrieNode>,
     children: HashMap<StepKey, u32>,
     run: Option<Run>,
@@ -168,6 +171,7 @@ impl Tracer {
     pub fn new() -> Tracer {
         Tracer {
             enabled: std::env::var("TFJS_NODE_RS_DEFER").map_or(true, |v| v != "0"),
+            paused: false,
             trie: vec![root_node()],
             children: HashMap::new(),
             run: None,
@@ -177,6 +181,10 @@ impl Tracer {
 
     pub fn enabled(&self) -> bool {
         self.enabled
+    }
+
+    pub fn pause(&mut self, paused: bool) {
+        self.paused = paused;
     }
 
     /// Whether `id` is an output of the run being recorded (so using it elsewhere ends the run).
@@ -224,7 +232,10 @@ pub fn run_prepared(
     io: &mut [f64],
 ) -> Result<u32> {
     let prepared = &plans[plan as usize];
-    let step = if state.tracer.enabled && prepared.node.is_some_and(|kind| kind.deferrable) {
+    let step = if state.tracer.enabled
+        && !state.tracer.paused
+        && prepared.node.is_some_and(|kind| kind.deferrable)
+    {
         classify(state, plan, ids)?
     } else {
         Step::Eager

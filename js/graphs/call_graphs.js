@@ -81,11 +81,13 @@ class CallGraphs {
     }
     const before = sideEffects ? sideEffects.read() : undefined;
     backend.ops.recording = recording;
+    backend.binding.pauseDeferring(true);
     let result;
     try {
       result = run();
     } finally {
       backend.ops.recording = null;
+      backend.binding.pauseDeferring(false);
     }
     const call = recording.finish(result);
     if (call === null) {
@@ -190,6 +192,15 @@ class CallGraphs {
     if (graph.sideEffects) graph.sideEffects.replay(graph.sideEffect);
     stats.replays++;
     return rebuild(graph.template, tensors);
+  }
+
+  /** Drops every key and its graph. */
+  clear() {
+    for (const entry of this.entries.values()) {
+      if (entry.graph !== null) this.dropGraph(entry);
+      if (entry.last !== null) entry.last.recording.release();
+    }
+    this.entries.clear();
   }
 
   dropGraph(entry) {

@@ -122,6 +122,19 @@ function installModelGraphs() {
         () => step(data));
   };
 
+  // A disposed model's graphs go with it (they hold a GraphModel's weights), not at its GC.
+  for (const Model of [LayersModel, GraphModel]) {
+    const dispose = Model.prototype.dispose;
+    Model.prototype.dispose = function(...args) {
+      const caches = cachesOf.get(this);
+      if (caches !== undefined) {
+        for (const cache of caches.values()) cache.clear();
+        cachesOf.delete(this);
+      }
+      return dispose.apply(this, args);
+    };
+  }
+
   const execute = GraphModel.prototype.execute;
   GraphModel.prototype.execute = function(inputs, outputs) {
     return cacheOf(this, 'execute').call(argsKey([inputs, outputs]), tensorsOf(inputs),

@@ -28,6 +28,15 @@ pub fn is_deferring(env: Env) -> napi::Result<bool> {
     js_call(&env, |js| Ok(EnvState::get(js)?.tracer.enabled()))
 }
 
+/// Pauses deferring (or resumes it): ops run at once while paused (see `trace`).
+#[napi_derive::napi(js_name = "pauseDeferring")]
+pub fn pause_deferring(env: Env, paused: bool) -> napi::Result<()> {
+    js_call(&env, |js| {
+        EnvState::get(js)?.tracer.pause(paused);
+        Ok(())
+    })
+}
+
 /// Counters of the binding's memory traffic in this env.
 #[napi_derive::napi(object)]
 pub struct Stats {

@@ -63,8 +63,9 @@ impl CompiledGraph {
                 .get(index as usize)
                 .copied()
                 .flatten()
-                .map(|node| node.at(output as usize))
-                .ok_or_else(|| Error::Invalid(format!("node {index} is not built"))),
+                .ok_or_else(|| Error::Invalid(format!("node {index} is not built")))?
+                .at(output as usize)
+                .ok_or_else(|| Error::Invalid(format!("node {index} has no output {output}"))),
         };
         for (index, step) in steps.enumerate() {
             let Some(step) = step else {

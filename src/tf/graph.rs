@@ -27,12 +27,15 @@ impl NodeOutput {
         }
     }
 
-    /// Output `index` of the same node.
-    pub fn at(self, index: usize) -> NodeOutput {
-        NodeOutput {
+    /// Output `index` of the same node, if it has that many outputs.
+    pub fn at(self, index: usize) -> Option<NodeOutput> {
+        // SAFETY: the node belongs to a graph that outlives its NodeOutputs (they are only made
+        // by `finish` on a live graph and kept beside it).
+        let outputs = unsafe { sys::TF_OperationNumOutputs(self.node.as_ptr()) };
+        (index < outputs.max(0) as usize).then_some(NodeOutput {
             node: self.node,
             index: index as c_int,
-        }
+        })
     }
 }
 
