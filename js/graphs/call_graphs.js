@@ -83,13 +83,16 @@ class CallGraphs {
     backend.ops.recording = recording;
     backend.binding.pauseDeferring(true);
     let result;
+    let call;
     try {
       result = run();
+      // While still recording: an output that is a lazy reshape gets its native view from a
+      // Reshape op here, which joins the call.
+      call = recording.finish(result);
     } finally {
       backend.ops.recording = null;
       backend.binding.pauseDeferring(false);
     }
-    const call = recording.finish(result);
     if (call === null) {
       recording.release();
       this.fail(entry, recording.failure);
