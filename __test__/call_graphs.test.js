@@ -97,6 +97,25 @@ test('fit, trainOnBatch, evaluate and predict replay as graphs and match eager a
        }
      });
 
+test('a convolution TF runs fused with its bias and relu (_FusedConv2D) is a graph node', async () => {
+  const run = async () => {
+    const m = tf.sequential();
+    m.add(tf.layers.conv2d({filters: 8, kernelSize: 3, inputShape: [6, 6, 16], activation: 'relu',
+                            kernelInitializer: init(8), biasInitializer: 'ones'}));
+    m.add(tf.layers.depthwiseConv2d({kernelSize: 2, activation: 'relu', depthwiseInitializer: init(9)}));
+    m.add(tf.layers.flatten());
+    const x = tf.tensor4d(Array.from({length: 2 * 6 * 6 * 16}, (_, i) => Math.sin(i * 0.1)), [2, 6, 6, 16]);
+    const out = [];
+    for (let i = 0; i < 4; i++) out.push(...m.predict(x).dataSync());
+    m.dispose();
+    return out;
+  };
+  const before = replays();
+  const graphs = await on('graphs', run);
+  assert.strictEqual(replays() - before, 2);
+  close(graphs, await on('cpu', run), 1e-4, 'cpu');
+});
+
 test('replayed calls leave the tensor counts of eager calls', async () => {
   const counts = async () => {
     const m = convnet();
@@ -318,7 +337,7 @@ test('compileCall and runCall refuse malformed calls with errors, never a crash'
   const compileNeg = (id) => binding.compileCall([{op: neg, inputs: [{feed: 0}]}], [id], [], [{node: 0}]);
   const io = (...ids) => Float64Array.from({length: 64}, (_, k) => ids[k] || 0);
   const refused = [
-    [() => binding.compileCall([{op: add, inputs: [{feed: 0}]}], [f], [], [{node: 0}]), /1 inputs specified of 2/],
+    [() => binding.compileCall([{op: add, inputs: [{feed: 0}]}], [f], [], [{node: 0}]), /AddV2 takes 2 inputs, got 1/],
     [() => binding.compileCall([{op: add, inputs: [{feed: 0}, {feed: 1}]}], [f, i], [], [{node: 0}]),
       /Inconsistent values for attr 'T'/],
     [() => binding.compileCall([{op: neg, inputs: [{node: 0}]}], [f], [], [{node: 0}]), /does not come before/],

@@ -124,6 +124,7 @@ pub fn settable_on_node(attrs: &[OwnedAttr]) -> bool {
         matches!(
             a.value,
             AttrValue::String(_)
+                | AttrValue::StringList(_)
                 | AttrValue::Int(_)
                 | AttrValue::Float(_)
                 | AttrValue::Bool(_)
@@ -140,6 +141,10 @@ pub fn apply_to_node(node: &mut NodeBuilder, attrs: &[OwnedAttr]) -> Result<()> 
         let name: &CStr = name;
         match value {
             AttrValue::String(s) => node.set_string(name, s),
+            AttrValue::StringList(items) => {
+                let views: Vec<&[u8]> = items.iter().map(Vec::as_slice).collect();
+                node.set_string_list(name, &views);
+            }
             AttrValue::Int(v) => node.set_int(name, *v),
             AttrValue::Float(v) => node.set_float(name, *v),
             AttrValue::Bool(v) => node.set_bool(name, *v),

@@ -31,7 +31,7 @@ pub struct PreparedOp {
     pub(crate) name: CString,
     pub(crate) attrs: Vec<OwnedAttr>,
     /// The inputs a call must bring, checked against the op's definition once.
-    signature: Signature,
+    pub(crate) signature: Signature,
     uses_generated_gemm: bool,
     /// How the op can be a graph node; `None`: it only runs eagerly.
     pub(crate) node: Option<NodeKind>,

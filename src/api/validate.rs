@@ -255,6 +255,9 @@ pub struct Signature {
     checks: Rc<OpChecks>,
     inputs: usize,
     outputs: usize,
+    /// Per input argument of the definition: how many flat inputs it takes, and whether it is
+    /// a list (as a graph node adds it: one input, or one list of them).
+    input_args: Vec<(usize, bool)>,
 }
 
 fn invalid(message: String) -> Error {
@@ -306,16 +309,29 @@ pub fn signature(checks: Rc<OpChecks>, attrs: &[OwnedAttr]) -> Result<Signature>
             Ok::<_, Error>(sum.saturating_add(arg_length(def, &given, arg)?))
         })
     };
-    let inputs = count(&def.inputs)?;
+    let input_args = def
+        .inputs
+        .iter()
+        .map(|arg| Ok((arg_length(def, &given, arg)?, arg.is_list())))
+        .collect::<Result<Vec<_>>>()?;
+    let inputs = input_args
+        .iter()
+        .fold(0usize, |sum, &(length, _)| sum.saturating_add(length));
     let outputs = count(&def.outputs)?;
     Ok(Signature {
         checks,
         inputs,
         outputs,
+        input_args,
     })
 }
 
 impl Signature {
+    /// The input arguments: `(flat inputs taken, is a list)` each, in the definition's order.
+    pub fn input_args(&self) -> &[(usize, bool)] {
+        &self.input_args
+    }
+
     /// Output counts are checked before TF runs the op: TF makes room for all of an op's
     /// outputs before it compares their count with the caller's.
     pub fn check_room(&self, room: usize) -> Result<()> {

@@ -3,154 +3,143 @@
 use std::ffi::CStr;
 
 use crate::api::{self, PreparedOp};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::tf::graph::{Graph, NodeOutput};
 use crate::tf::status::Status;
 
-/// How an op's flat inputs group into its arguments when it becomes a graph node.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum InputLayout {
-    /// One tensor per argument.
-    Single,
-    /// All inputs form one list argument (`Pack`, `AddN`).
-    List,
-    /// A list argument, then one tensor (`ConcatV2`'s values, then its axis).
-    ListThenOne,
-}
-
 /// Pure ops: deterministic, their output shapes fixed by their input shapes, attrs and small
 /// integer inputs, and failing only on those (so `trace` may defer them).
-const PURE: &[(&str, InputLayout)] = {
-    use InputLayout::*;
-    &[
-        // Element-wise.
-        ("Abs", Single),
-        ("Acos", Single),
-        ("Acosh", Single),
-        ("AddV2", Single),
-        ("Asin", Single),
-        ("Asinh", Single),
-        ("Atan", Single),
-        ("Atan2", Single),
-        ("Atanh", Single),
-        ("Cast", Single),
-        ("Ceil", Single),
-        ("ClipByValue", Single),
-        ("Cos", Single),
-        ("Cosh", Single),
-        ("DivNoNan", Single),
-        ("Elu", Single),
-        ("EluGrad", Single),
-        ("Equal", Single),
-        ("Erf", Single),
-        ("Exp", Single),
-        ("Expm1", Single),
-        ("Floor", Single),
-        ("Greater", Single),
-        ("GreaterEqual", Single),
-        ("Identity", Single),
-        ("IsFinite", Single),
-        ("IsInf", Single),
-        ("IsNan", Single),
-        ("LeakyRelu", Single),
-        ("LeakyReluGrad", Single),
-        ("Less", Single),
-        ("LessEqual", Single),
-        ("Log", Single),
-        ("Log1p", Single),
-        ("LogicalAnd", Single),
-        ("LogicalNot", Single),
-        ("LogicalOr", Single),
-        ("Maximum", Single),
-        ("Minimum", Single),
-        ("Mul", Single),
-        ("Neg", Single),
-        ("NotEqual", Single),
-        ("OnesLike", Single),
-        ("Pow", Single),
-        ("RealDiv", Single),
-        ("Reciprocal", Single),
-        ("Relu", Single),
-        ("Relu6", Single),
-        ("Relu6Grad", Single),
-        ("ReluGrad", Single),
-        ("Rint", Single),
-        ("Round", Single),
-        ("Rsqrt", Single),
-        ("RsqrtGrad", Single),
-        ("Select", Single),
-        ("SelectV2", Single),
-        ("Selu", Single),
-        ("SeluGrad", Single),
-        ("Sigmoid", Single),
-        ("SigmoidGrad", Single),
-        ("Sign", Single),
-        ("Sin", Single),
-        ("Sinh", Single),
-        ("Softplus", Single),
-        ("SoftplusGrad", Single),
-        ("Softsign", Single),
-        ("Sqrt", Single),
-        ("SqrtGrad", Single),
-        ("Square", Single),
-        ("SquaredDifference", Single),
-        ("Sub", Single),
-        ("Tan", Single),
-        ("Tanh", Single),
-        ("TanhGrad", Single),
-        ("ZerosLike", Single),
-        // Products, biases, reductions, softmax.
-        ("BatchMatMulV2", Single),
-        ("BiasAdd", Single),
-        ("BiasAddGrad", Single),
-        ("LogSoftmax", Single),
-        ("MatMul", Single),
-        ("Max", Single),
-        ("Mean", Single),
-        ("Min", Single),
-        ("Prod", Single),
-        ("Softmax", Single),
-        ("SparseMatMul", Single),
-        ("Sum", Single),
-        ("AddN", List),
-        // Shapes and slices.
-        ("BroadcastTo", Single),
-        ("ConcatV2", ListThenOne),
-        ("ExpandDims", Single),
-        ("Fill", Single),
-        ("Pack", List),
-        ("Pad", Single),
-        ("PadV2", Single),
-        ("Reshape", Single),
-        ("Slice", Single),
-        ("Split", Single),
-        ("SplitV", Single),
-        ("Squeeze", Single),
-        ("StridedSlice", Single),
-        ("Tile", Single),
-        ("Transpose", Single),
-        ("Unpack", Single),
-        // Convolutions and pooling.
-        ("AvgPool", Single),
-        ("AvgPoolGrad", Single),
-        ("Conv2D", Single),
-        ("Conv2DBackpropFilter", Single),
-        ("Conv2DBackpropInput", Single),
-        ("DepthwiseConv2dNative", Single),
-        ("DepthwiseConv2dNativeBackpropFilter", Single),
-        ("DepthwiseConv2dNativeBackpropInput", Single),
-        ("MaxPool", Single),
-        ("MaxPoolGrad", Single),
-        // This package's own kernels (`kernels`).
-        ("TfjsNodeRs>SingleChannelConv2D", Single),
-        ("TfjsNodeRs>SingleChannelMaxPool", Single),
-    ]
-};
+const PURE: &[&str] = &[
+    // Element-wise.
+    "Abs",
+    "Acos",
+    "Acosh",
+    "AddV2",
+    "Asin",
+    "Asinh",
+    "Atan",
+    "Atan2",
+    "Atanh",
+    "Cast",
+    "Ceil",
+    "ClipByValue",
+    "Cos",
+    "Cosh",
+    "DivNoNan",
+    "Elu",
+    "EluGrad",
+    "Equal",
+    "Erf",
+    "Exp",
+    "Expm1",
+    "Floor",
+    "Greater",
+    "GreaterEqual",
+    "Identity",
+    "IsFinite",
+    "IsInf",
+    "IsNan",
+    "LeakyRelu",
+    "LeakyReluGrad",
+    "Less",
+    "LessEqual",
+    "Log",
+    "Log1p",
+    "LogicalAnd",
+    "LogicalNot",
+    "LogicalOr",
+    "Maximum",
+    "Minimum",
+    "Mul",
+    "Neg",
+    "NotEqual",
+    "OnesLike",
+    "Pow",
+    "RealDiv",
+    "Reciprocal",
+    "Relu",
+    "Relu6",
+    "Relu6Grad",
+    "ReluGrad",
+    "Rint",
+    "Round",
+    "Rsqrt",
+    "RsqrtGrad",
+    "Select",
+    "SelectV2",
+    "Selu",
+    "SeluGrad",
+    "Sigmoid",
+    "SigmoidGrad",
+    "Sign",
+    "Sin",
+    "Sinh",
+    "Softplus",
+    "SoftplusGrad",
+    "Softsign",
+    "Sqrt",
+    "SqrtGrad",
+    "Square",
+    "SquaredDifference",
+    "Sub",
+    "Tan",
+    "Tanh",
+    "TanhGrad",
+    "ZerosLike",
+    // Products, biases, reductions, softmax.
+    "BatchMatMulV2",
+    "BiasAdd",
+    "BiasAddGrad",
+    "LogSoftmax",
+    "MatMul",
+    "Max",
+    "Mean",
+    "Min",
+    "Prod",
+    "Softmax",
+    "SparseMatMul",
+    "Sum",
+    "AddN",
+    // Shapes and slices.
+    "BroadcastTo",
+    "ConcatV2",
+    "ExpandDims",
+    "Fill",
+    "Pack",
+    "Pad",
+    "PadV2",
+    "Reshape",
+    "Slice",
+    "Split",
+    "SplitV",
+    "Squeeze",
+    "StridedSlice",
+    "Tile",
+    "Transpose",
+    "Unpack",
+    // Convolutions and pooling.
+    "AvgPool",
+    "AvgPoolGrad",
+    "Conv2D",
+    "Conv2DBackpropFilter",
+    "Conv2DBackpropInput",
+    "DepthwiseConv2dNative",
+    "DepthwiseConv2dNativeBackpropFilter",
+    "DepthwiseConv2dNativeBackpropInput",
+    "MaxPool",
+    "MaxPoolGrad",
+    // This package's own kernels (`kernels`).
+    "TfjsNodeRs>SingleChannelConv2D",
+    "TfjsNodeRs>SingleChannelMaxPool",
+];
 
 /// Ops that are pure too but never deferred: their outputs are integers a deferred run could
 /// not key, or they fail on values (integer division by zero), which `trace` must not delay.
 /// A whole call's graph fails where its eager call would, at the same call.
 const PURE_IN_CALLS: &[&str] = &[
+    "_FusedConv2D",
+    "_FusedDepthwiseConv2dNative",
+    "_FusedMatMul",
     "ArgMax",
     "ArgMin",
     "Cumprod",
@@ -181,31 +170,30 @@ const PURE_IN_CALLS: &[&str] = &[
 /// call's graph (a dropout mask), but never deferred.
 const RANDOM: &[&str] = &["RandomStandardNormal", "RandomUniform", "TruncatedNormal"];
 
-/// How a prepared op can be a graph node.
+/// What a prepared op is as a graph node.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct NodeKind {
-    pub layout: InputLayout,
     /// May be deferred (see `PURE`).
     pub deferrable: bool,
     /// Draws random numbers (`RANDOM`); every other node kind is deterministic.
     pub random: bool,
 }
 
-/// How op `name` with `attrs` can be a graph node; `None` when it runs only eagerly.
+/// What op `name` with `attrs` is as a graph node; `None` when it runs only eagerly.
 pub fn node_kind(name: &CStr, attrs: &[api::OwnedAttr]) -> Option<NodeKind> {
     let name = name.to_str().ok()?;
-    let kind = match PURE.iter().find(|(op, _)| *op == name) {
-        Some(&(_, layout)) => NodeKind {
-            layout,
+    let kind = if PURE.contains(&name) {
+        NodeKind {
             deferrable: true,
             random: false,
-        },
-        None if PURE_IN_CALLS.contains(&name) || RANDOM.contains(&name) => NodeKind {
-            layout: InputLayout::Single,
+        }
+    } else if PURE_IN_CALLS.contains(&name) || RANDOM.contains(&name) {
+        NodeKind {
             deferrable: false,
             random: RANDOM.contains(&name),
-        },
-        None => return None,
+        }
+    } else {
+        return None;
     };
     api::settable_on_node(attrs).then_some(kind)
 }
@@ -269,7 +257,8 @@ pub fn takes_computed_integers(name: &CStr, input: usize, count: usize) -> bool 
         || (name == "ConcatV2" && input + 1 < count)
 }
 
-/// Adds prepared op `prepared` as node `node_name` on `inputs` (flat, as the op runs eagerly).
+/// Adds prepared op `prepared` as node `node_name` on `inputs` (flat, as the op runs eagerly),
+/// grouped into the arguments of its definition: one input each, or one list.
 pub fn add_node(
     graph: &Graph,
     prepared: &PreparedOp,
@@ -277,21 +266,32 @@ pub fn add_node(
     inputs: &[NodeOutput],
     status: &Status,
 ) -> Result<NodeOutput> {
-    let layout = prepared.node.map(|kind| kind.layout).ok_or_else(|| {
-        crate::error::Error::Invalid(format!(
+    let label = || prepared.name.to_string_lossy();
+    if prepared.node.is_none() {
+        return Err(Error::Invalid(format!(
             "{} cannot be a graph node",
-            prepared.name.to_string_lossy()
-        ))
-    })?;
+            label()
+        )));
+    }
+    let args = prepared.signature.input_args();
+    let flat: usize = args.iter().map(|&(length, _)| length).sum();
+    if flat != inputs.len() {
+        return Err(Error::Invalid(format!(
+            "{} takes {flat} inputs, got {}",
+            label(),
+            inputs.len()
+        )));
+    }
     let mut node = graph.node(&prepared.name, node_name)?;
-    match layout {
-        InputLayout::Single => inputs.iter().for_each(|&i| node.add_input(i)),
-        InputLayout::List => node.add_input_list(inputs),
-        InputLayout::ListThenOne => {
-            let (list, last) = inputs.split_at(inputs.len().saturating_sub(1));
-            node.add_input_list(list);
-            last.iter().for_each(|&i| node.add_input(i));
+    let mut at = 0;
+    for &(length, list) in args {
+        let group = &inputs[at..at + length];
+        if list {
+            node.add_input_list(group);
+        } else {
+            group.iter().for_each(|&input| node.add_input(input));
         }
+        at += length;
     }
     // The node is finished even when an attr fails, so its description is not leaked.
     let applied = api::apply_to_node(&mut node, &prepared.attrs);

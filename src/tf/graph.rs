@@ -104,6 +104,21 @@ impl NodeBuilder<'_> {
         }
     }
 
+    pub fn set_string_list(&mut self, name: &CStr, values: &[&[u8]]) {
+        let ptrs: Vec<*const std::ffi::c_void> = values.iter().map(|v| v.as_ptr().cast()).collect();
+        let lens: Vec<usize> = values.iter().map(|v| v.len()).collect();
+        // SAFETY: both arrays have values.len() entries and outlive the call; TF copies the bytes.
+        unsafe {
+            sys::TF_SetAttrStringList(
+                self.raw(),
+                name.as_ptr(),
+                ptrs.as_ptr(),
+                lens.as_ptr(),
+                values.len() as c_int,
+            )
+        }
+    }
+
     pub fn set_int(&mut self, name: &CStr, value: i64) {
         // SAFETY: plain value; the description is live.
         unsafe { sys::TF_SetAttrInt(self.raw(), name.as_ptr(), value) }
