@@ -17,7 +17,7 @@
 
 const tfc = require('@tensorflow/tfjs-core');
 const {Recording, rebuild, sameOutside} = require('./recording');
-const {TensorFlowBackend} = require('../backend/tensorflow_backend');
+const {TensorFlowBackend, sameShape} = require('../backend/tensorflow_backend');
 
 /** Recordings per key before the key is left eager. */
 const MAX_RECORDINGS = 4;
@@ -259,10 +259,4 @@ function tensorsKey(tensors) {
   return key;
 }
 
-function sameShape(a, b) {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
-}
-
-module.exports = {CallGraphs, tensorsKey, stats, FLAG};
+module.exports = {CallGraphs, tensorsKey, stats};

@@ -3,7 +3,7 @@
 
 const {installDropout} = require('./dropout');
 const {installModelGraphs, graphFunction} = require('./models');
-const {stats, FLAG} = require('./call_graphs');
+const {stats} = require('./call_graphs');
 
 let installed = false;
 
@@ -19,4 +19,4 @@ function callGraphStats() {
   return {...stats};
 }
 
-module.exports = {installGraphs, graphFunction, callGraphStats, FLAG};
+module.exports = {installGraphs, graphFunction, callGraphStats};
