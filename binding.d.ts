@@ -241,6 +241,8 @@ export interface Stats {
   graphRuns: number
   /** Whole calls compiled into graphs (`compileCall`) and alive. */
   callGraphs: number
+  /** Graph runs queued on the executor thread (`crate::executor`). */
+  backgroundRuns: number
 }
 
 /**
@@ -252,3 +254,10 @@ export declare function tensorDataSync(id: number, aliased?: boolean): TypedArra
 
 /** The version of the TensorFlow C library the addon runs on. */
 export declare function tfVersion(): string
+
+/**
+ * `null` when tensor `id` holds its values (or fails at once on a read); else a promise that
+ * resolves once it does, while the work computing it runs on the executor thread (a deferred
+ * run it comes from is started there). A read after that does not wait.
+ */
+export declare function whenReady(id: number): Promise<void> | null

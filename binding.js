@@ -861,3 +861,4 @@ module.exports.runSavedModel = nativeBinding.runSavedModel
 module.exports.stats = nativeBinding.stats
 module.exports.tensorDataSync = nativeBinding.tensorDataSync
 module.exports.tfVersion = nativeBinding.tfVersion
+module.exports.whenReady = nativeBinding.whenReady

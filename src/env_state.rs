@@ -4,7 +4,9 @@ use std::sync::Arc;
 
 use crate::api::PreparedOp;
 use crate::error::Result;
+use crate::executor::Executor;
 use crate::graphs::calls::CallGraphs;
+use crate::graphs::single_ops::SingleOps;
 use crate::js::{EnvData, Js};
 use crate::op_cache::OpCache;
 use crate::release::ReleaseQueue;
@@ -35,12 +37,15 @@ pub struct Scratch {
 
 /// Fields drop in declaration order: tensors and ops before the context they belong to.
 pub struct EnvState {
+    /// First: the jobs its promises wait on hold tensors of the context.
+    pub executor: Executor,
     /// Before `tensors`: a run being recorded holds handles of the context.
     pub tracer: Tracer,
     pub tensors: TensorTable,
     pub saved_models: crate::saved_model::SavedModels,
     /// Before `tensors` and `context`, whose handles the call graphs hold.
     pub calls: CallGraphs,
+    pub single_ops: SingleOps,
     pub ops: OpCache,
     pub prepared_ops: Vec<PreparedOp>,
     pub scratch: Scratch,
@@ -64,12 +69,24 @@ impl EnvState {
         js.env_data(EnvState::new)
     }
 
-    /// Makes `id` hold its tensor: if a deferred run produced it, the run ends and runs.
+    /// Makes `id` hold its tensor: if a deferred run produced it, the run ends and runs; if
+    /// the executor computes it, its job runs here or is waited for.
     pub fn settle(&mut self, id: u64) -> Result<()> {
+        self.end_run_of(id, false)?;
+        self.tensors.settle_pending(id, &self.status)
+    }
+
+    /// Makes sure `id` will hold its tensor without waiting for it: if a deferred run
+    /// produced it, the run ends, as an executor job when it is one graph run.
+    pub fn settle_in_background(&mut self, id: u64) -> Result<()> {
+        self.end_run_of(id, self.executor.enabled)
+    }
+
+    fn end_run_of(&mut self, id: u64, in_background: bool) -> Result<()> {
         let plans = std::mem::take(&mut self.prepared_ops);
-        let settled = crate::trace::settle(self, &plans, id);
+        let ended = crate::trace::settle(self, &plans, id, in_background);
         self.prepared_ops = plans;
-        settled
+        ended
     }
 
     fn new(js: Js) -> Result<EnvState> {
@@ -77,10 +94,12 @@ impl EnvState {
         let status = Status::new();
         let context = Context::new(&status)?;
         Ok(EnvState {
+            executor: Executor::new(js)?,
             tracer: Tracer::new(),
             tensors: TensorTable::default(),
             saved_models: Default::default(),
             calls: CallGraphs::default(),
+            single_ops: SingleOps::default(),
             ops: OpCache::default(),
             prepared_ops: Vec::new(),
             scratch: Scratch::default(),
@@ -96,9 +115,11 @@ impl EnvState {
 impl EnvData for EnvState {
     fn shut_down(&mut self) {
         // Tensors borrowing JS memory release it now, on this thread, while N-API still can.
+        self.executor.shut_down();
         self.scratch.outputs.clear();
         self.tracer.clear();
         self.calls.clear();
+        self.single_ops.clear();
         self.tensors.clear();
         self.ops.clear();
         self.releases.shut_down();

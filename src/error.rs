@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub enum Error {
     /// TensorFlow refused: `code` is TF's code name (`INVALID_ARGUMENT`), `message` TF's text.
     Tf { code: &'static str, message: String },

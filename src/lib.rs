@@ -5,6 +5,7 @@
 //! - `env_state`: per-env context lifecycle; `tensor_table`, `op_cache`: what it holds.
 //! - `kernels`: CPU kernels this package adds to TF (ops TF runs slowly at tfjs sizes).
 //! - `graphs/`: graphs of prepared ops run as one session call: deferred runs' and whole calls'.
+//! - `executor`: graph runs on a native thread while JS goes on, as pending tensors.
 //! - `trace`: deferred execution of repeated runs of ops as one session run of a graph.
 //! - `sharing`: JS memory ↔ TF memory without copies; `release`: returning JS memory from TF threads.
 //! - `api/`: the exported functions.
@@ -15,6 +16,7 @@
 mod api;
 mod env_state;
 mod error;
+mod executor;
 mod graphs;
 mod js;
 mod kernels;

@@ -2,21 +2,40 @@
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::Arc;
 
 use crate::error::{Error, Result};
+use crate::executor::{Input, Job};
+use crate::graphs::compiled::OutputSpec;
 use crate::tf::handle::TensorHandle;
+use crate::tf::status::Status;
+
+/// Where an entry's tensor is.
+enum Slot {
+    Ready(TensorHandle),
+    /// The output of a deferred op (`crate::trace`) not yet run.
+    Deferred,
+    /// Output `output` of a job of the executor (`crate::executor`), of `spec`.
+    Pending {
+        job: Arc<Job>,
+        output: usize,
+        spec: OutputSpec,
+    },
+}
 
 pub struct TensorEntry {
-    /// `None` while the tensor is the output of a deferred op (`crate::trace`) not yet run.
-    handle: Option<TensorHandle>,
+    slot: Slot,
     /// Bytes of element data, for `stats().liveBytes` (0 for strings and handles).
     pub bytes: u64,
 }
 
 impl TensorEntry {
-    /// The tensor, or an error for a deferred output (callers settle ids before they read them).
+    /// The tensor, or an error for one not computed yet (callers settle ids before they read).
     pub fn handle(&self) -> Result<&TensorHandle> {
-        self.handle.as_ref().ok_or_else(not_computed)
+        match &self.slot {
+            Slot::Ready(handle) => Ok(handle),
+            _ => Err(not_computed()),
+        }
     }
 }
 
@@ -35,33 +54,100 @@ pub struct TensorTable {
 
 impl TensorTable {
     pub fn insert(&mut self, handle: TensorHandle, bytes: u64) -> u64 {
-        self.insert_entry(Some(handle), bytes)
+        self.insert_entry(Slot::Ready(handle), bytes)
     }
 
     /// An id for a deferred op's output, computed later by `fill`.
     pub fn insert_deferred(&mut self, bytes: u64) -> u64 {
-        self.insert_entry(None, bytes)
+        self.insert_entry(Slot::Deferred, bytes)
     }
 
-    fn insert_entry(&mut self, handle: Option<TensorHandle>, bytes: u64) -> u64 {
+    /// An id for output `output` of `job`, of `spec`, computed when someone settles it.
+    pub fn insert_pending(&mut self, job: Arc<Job>, output: usize, spec: OutputSpec) -> u64 {
+        let bytes = spec.byte_count();
+        self.insert_entry(Slot::Pending { job, output, spec }, bytes)
+    }
+
+    fn insert_entry(&mut self, slot: Slot, bytes: u64) -> u64 {
         self.next_id += 1;
         self.live_bytes += bytes;
         self.entries
-            .insert(self.next_id, TensorEntry { handle, bytes });
+            .insert(self.next_id, TensorEntry { slot, bytes });
         self.next_id
     }
 
     /// Gives a deferred output its tensor (dropped at once when JS has deleted the id).
     pub fn fill(&mut self, id: u64, handle: TensorHandle) {
         if let Some(entry) = self.entries.get_mut(&id) {
-            entry.handle = Some(handle);
+            entry.slot = Slot::Ready(handle);
         }
     }
 
     /// Takes the tensor out of its entry, for the caller to `fill` it again.
     pub fn take_handle(&mut self, id: u64) -> Result<TensorHandle> {
         let entry = self.entries.get_mut(&id).ok_or_else(|| missing(id))?;
-        entry.handle.take().ok_or_else(not_computed)
+        match std::mem::replace(&mut entry.slot, Slot::Deferred) {
+            Slot::Ready(handle) => Ok(handle),
+            other => {
+                entry.slot = other;
+                Err(not_computed())
+            }
+        }
+    }
+
+    /// Makes the deferred output `id` output `output` of `job` (nothing when JS deleted it).
+    pub fn make_pending(&mut self, id: u64, job: Arc<Job>, output: usize, spec: OutputSpec) {
+        if let Some(entry) = self.entries.get_mut(&id) {
+            entry.slot = Slot::Pending { job, output, spec };
+        }
+    }
+
+    /// Makes `id`, an output of the executor's job, hold its tensor: runs the job here unless
+    /// it has started, waits for it, and fills the entry. Nothing for other entries.
+    pub fn settle_pending(&mut self, id: u64, status: &Status) -> Result<()> {
+        let Some(entry) = self.entries.get_mut(&id) else {
+            return Ok(());
+        };
+        if let Slot::Pending { job, output, .. } = &entry.slot {
+            entry.slot = Slot::Ready(job.output(*output, status)?);
+        }
+        Ok(())
+    }
+
+    /// Whether `id` is an output of an executor job (settled or not).
+    pub fn is_pending(&self, id: u64) -> bool {
+        self.entries
+            .get(&id)
+            .is_some_and(|entry| matches!(entry.slot, Slot::Pending { .. }))
+    }
+
+    /// The pending job `id` waits on; `None` when it is computed or unknown.
+    pub fn pending_job(&self, id: u64) -> Option<Arc<Job>> {
+        match &self.entries.get(&id)?.slot {
+            Slot::Pending { job, .. } => Some(job.clone()),
+            _ => None,
+        }
+    }
+
+    /// What a job taking `id` is fed: its tensor, or the job computing it.
+    pub fn job_input(&self, id: u64, status: &Status) -> Result<Input> {
+        match &self.get(id)?.slot {
+            Slot::Ready(handle) => Ok(Input::Ready(handle.share(status)?)),
+            Slot::Pending { job, output, .. } => Ok(Input::Pending {
+                job: job.clone(),
+                output: *output,
+            }),
+            Slot::Deferred => Err(not_computed()),
+        }
+    }
+
+    /// The dtype and dims of `id`'s tensor, computed or pending.
+    pub fn spec(&self, id: u64, status: &Status) -> Result<OutputSpec> {
+        match &self.get(id)?.slot {
+            Slot::Ready(handle) => OutputSpec::of(handle, status),
+            Slot::Pending { spec, .. } => Ok(spec.clone()),
+            Slot::Deferred => Err(not_computed()),
+        }
     }
 
     pub fn contains(&self, id: u64) -> bool {

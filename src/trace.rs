@@ -20,11 +20,14 @@
 
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
+use std::sync::Arc;
 
 use crate::api::{self, PreparedOp};
 use crate::env_state::EnvState;
 use crate::error::{Error, Result};
-use crate::graphs::compiled::{CompiledGraph, NodeOp, Ref};
+use crate::executor::{Input, Work};
+use crate::graphs::compiled::{CompiledGraph, Feed, NodeOp, OutputSpec, Ref};
+use crate::graphs::single_ops::OpInput;
 use crate::tensor_table::{IdHasher, TensorTable};
 use crate::tf::dtype::{Layout, DTYPES};
 use crate::tf::handle::TensorHandle;
@@ -41,6 +44,9 @@ const MAX_TRIE_NODES: usize = 1 << 16;
 const MAX_COMPILED_RUNS: u64 = 1024;
 /// Shorter runs replay op by op: a session run costs about as much as a few eager ops.
 const MIN_COMPILED_LENGTH: usize = 8;
+/// A product or convolution on more input elements than this (4 MiB of floats; a
+/// 1024x1024 matMul takes ~30 ms here) runs on the executor rather than the JS thread.
+const HEAVY_INPUT_ELEMENTS: i64 = 1 << 20;
 
 /// Where an input of a recorded op comes from.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
@@ -69,23 +75,18 @@ struct StepKey {
     inputs: Vec<InputKey>,
 }
 
-struct OutputMeta {
-    dtype: usize,
-    dims: Box<[i64]>,
-}
-
 /// A run's graph nodes, for one set of outputs still held at its end.
 struct Compiled {
     live: Vec<(u32, u32)>,
     /// `None`: building it failed, so the run replays op by op.
-    graph: Option<CompiledGraph>,
+    graph: Option<Arc<CompiledGraph>>,
 }
 
 /// An op of a run, the same every time the run is seen.
 struct TrieNode {
     plan: u32,
     inputs: Box<[InputRef]>,
-    outputs: Box<[OutputMeta]>,
+    outputs: Box<[OutputSpec]>,
     /// Times a run ended here.
     ends: u32,
     /// A run of at least `MIN_COMPILED_LENGTH` ops has passed through here, so deferring pays.
@@ -221,8 +222,8 @@ enum Step {
     Now { at: TrieStep, new: Vec<u64> },
 }
 
-/// Runs prepared op `plan` on `ids` (deferring it when it can), writing its outputs into `io`
-/// as `runPreparedOp` returns them. Returns the output count.
+/// Runs prepared op `plan` on `ids` (deferring it, or queuing it on the executor, when it can),
+/// writing its outputs into `io` as `runPreparedOp` returns them. Returns the output count.
 pub fn run_prepared(
     state: &mut EnvState,
     plans: &[PreparedOp],
@@ -231,10 +232,14 @@ pub fn run_prepared(
     room: i64,
     io: &mut [f64],
 ) -> Result<u32> {
+    if let Some(count) = run_in_background(state, plans, plan, ids, room, io)? {
+        return Ok(count);
+    }
     let prepared = &plans[plan as usize];
     let step = if state.tracer.enabled
         && !state.tracer.paused
         && prepared.node.is_some_and(|kind| kind.deferrable)
+        && !ids.iter().any(|&id| state.tensors.is_pending(id))
     {
         classify(state, plan, ids)?
     } else {
@@ -243,7 +248,8 @@ pub fn run_prepared(
     match step {
         Step::Eager => {
             for &id in ids {
-                settle(state, plans, id)?;
+                settle(state, plans, id, false)?;
+                state.tensors.settle_pending(id, &state.status)?;
             }
             api::run_ids(state, prepared, ids, room)?;
             api::write_outputs(state, io)
@@ -253,12 +259,113 @@ pub fn run_prepared(
     }
 }
 
-/// Ends the current run if `id` is one of its outputs, so that `id` holds its tensor.
-pub fn settle(state: &mut EnvState, plans: &[PreparedOp], id: u64) -> Result<()> {
+/// Ends the current run if `id` is one of its outputs, so that `id` holds its tensor, or (`in_background`,
+/// when the run is one graph run) is an output of the executor's job running it.
+pub fn settle(
+    state: &mut EnvState,
+    plans: &[PreparedOp],
+    id: u64,
+    in_background: bool,
+) -> Result<()> {
     if state.tracer.produced(id) {
-        end_run(state, plans)?;
+        end_run(state, plans, in_background)?;
     }
     Ok(())
+}
+
+/// Queues the op on the executor when waiting for it would hold the JS thread: an input is
+/// still being computed there, or it is a product or convolution of more than
+/// `HEAVY_INPUT_ELEMENTS` input elements. Only ops that cannot fail on values, whose output
+/// shapes TF infers before running them; `None` leaves the op to run here (where an error is
+/// reported with the op's name).
+fn run_in_background(
+    state: &mut EnvState,
+    plans: &[PreparedOp],
+    plan: u32,
+    ids: &[u64],
+    room: i64,
+    io: &mut [f64],
+) -> Result<Option<u32>> {
+    let prepared = &plans[plan as usize];
+    let Some(kind) = prepared.node else {
+        return Ok(None);
+    };
+    if kind.random || kind.fails_on_values || state.tracer.paused || !state.executor.enabled {
+        return Ok(None);
+    }
+    let pending = ids.iter().any(|&id| state.tensors.is_pending(id));
+    let heavy = !pending && kind.compute_bound && is_heavy(state, ids)?;
+    if !pending && !heavy {
+        return Ok(None);
+    }
+    let signature = &prepared.signature;
+    let outputs = signature.output_count();
+    if !signature.checked_as_node()
+        || signature.check_count(ids.len()).is_err()
+        || outputs as i64 > room
+    {
+        return Ok(None);
+    }
+    for &id in ids {
+        settle(state, plans, id, true)?;
+    }
+    let tensors = &state.tensors;
+    let status = &state.status;
+    let mut inputs = Vec::with_capacity(ids.len());
+    for &id in ids {
+        let spec = tensors.spec(id, status)?;
+        let constant = match tensors.handle(id) {
+            Ok(handle) => small_integers(handle, spec.dtype, &spec.dims, status)?
+                .map(|values| (handle, values)),
+            Err(_) => None,
+        };
+        inputs.push(OpInput { spec, constant });
+    }
+    let Some(graph) = state
+        .single_ops
+        .graph(plans, plan, &inputs, outputs, status)
+    else {
+        return Ok(None);
+    };
+    let specs = graph.static_outputs().unwrap_or_default();
+    if specs
+        .iter()
+        .map(|spec| api::output_room(&spec.dims))
+        .sum::<usize>()
+        > io.len()
+    {
+        return Err(api::too_small(io));
+    }
+    let mut feeds = Vec::with_capacity(ids.len());
+    for (&id, input) in ids.iter().zip(&inputs) {
+        if input.constant.is_none() {
+            feeds.push(tensors.job_input(id, status)?);
+        }
+    }
+    drop(inputs);
+    let job = state.executor.submit(Work {
+        graph: graph.clone(),
+        feeds,
+    })?;
+    let mut at = 0;
+    for (k, spec) in specs.iter().enumerate() {
+        let id = state.tensors.insert_pending(job.clone(), k, spec.clone());
+        at += api::write_output(&mut io[at..], id, Some(spec.dtype), &spec.dims);
+    }
+    Ok(Some(specs.len() as u32))
+}
+
+/// Whether the inputs of a compute-bound op hold more than `HEAVY_INPUT_ELEMENTS` elements.
+fn is_heavy(state: &EnvState, ids: &[u64]) -> Result<bool> {
+    let mut elements = 0i64;
+    for &id in ids {
+        if !state.tensors.contains(id) {
+            return Ok(false);
+        }
+        let spec = state.tensors.spec(id, &state.status);
+        elements += spec.map_or(0, |spec| spec.dims.iter().product());
+    }
+    Ok(elements > HEAVY_INPUT_ELEMENTS)
 }
 
 /// Builds the trie key of the call, or `Step::Eager` when an input rules deferring out.
@@ -329,11 +436,7 @@ fn describe_external(handle: &TensorHandle, status: &Status) -> Result<Option<In
     let integers = match DTYPES[dtype].layout {
         Layout::Strings | Layout::Opaque => return Ok(None),
         Layout::Numeric { .. } if DTYPES[dtype].is_integer() => {
-            let count: i64 = dims.iter().product();
-            if count as usize > MAX_KEYED_INTEGERS {
-                return Ok(None);
-            }
-            match handle.resolve(status)?.integers(DTYPES[dtype]) {
+            match small_integers(handle, dtype, &dims, status)? {
                 Some(values) => Some(values),
                 None => return Ok(None),
             }
@@ -345,6 +448,20 @@ fn describe_external(handle: &TensorHandle, status: &Status) -> Result<Option<In
         dims,
         integers,
     }))
+}
+
+/// The values of an integer tensor of at most `MAX_KEYED_INTEGERS` elements, else `None`.
+fn small_integers(
+    handle: &TensorHandle,
+    dtype: usize,
+    dims: &[i64],
+    status: &Status,
+) -> Result<Option<Vec<i64>>> {
+    let count: i64 = dims.iter().product();
+    if !DTYPES[dtype].is_integer() || count as usize > MAX_KEYED_INTEGERS {
+        return Ok(None);
+    }
+    Ok(handle.resolve(status)?.integers(DTYPES[dtype]))
 }
 
 /// Registers the call's new outside tensors with the run (starting one if needed).
@@ -410,11 +527,7 @@ fn defer(
     let mut output_ids = Vec::with_capacity(node.outputs.len());
     let mut at = 0;
     for (j, meta) in node.outputs.iter().enumerate() {
-        let elements: i64 = meta.dims.iter().product();
-        let bytes = DTYPES[meta.dtype]
-            .element_bytes()
-            .map_or(0, |size| elements.max(0) as u64 * size as u64);
-        let id = state.tensors.insert_deferred(bytes);
+        let id = state.tensors.insert_deferred(meta.byte_count());
         run.by_id.insert(
             id,
             InputRef::Node {
@@ -488,7 +601,7 @@ fn learn(state: &mut EnvState, ids: &[u64], key: StepKey) -> Result<Option<u32>>
         let Ok(dtype) = handle.dtype_index() else {
             return Ok(None);
         };
-        outputs.push(OutputMeta {
+        outputs.push(OutputSpec {
             dtype,
             dims: dims.as_slice().into(),
         });
@@ -531,7 +644,7 @@ fn extend_run(state: &mut EnvState, child: u32, count: u32) -> Result<()> {
 }
 
 /// Ends the run: counts it at its last op and computes what its held outputs need.
-pub fn end_run(state: &mut EnvState, plans: &[PreparedOp]) -> Result<()> {
+fn end_run(state: &mut EnvState, plans: &[PreparedOp], in_background: bool) -> Result<()> {
     let Some(mut run) = state.tracer.run.take() else {
         return Ok(());
     };
@@ -550,7 +663,7 @@ pub fn end_run(state: &mut EnvState, plans: &[PreparedOp]) -> Result<()> {
         && run.nodes.len() >= MIN_COMPILED_LENGTH
         && state.tracer.trie[end as usize].ends >= 2
     {
-        run_compiled(state, plans, &mut run)
+        run_compiled(state, plans, &mut run, in_background)
     } else {
         replay(state, plans, &mut run)
     };
@@ -631,8 +744,14 @@ fn replay(state: &mut EnvState, plans: &[PreparedOp], run: &mut Run) -> Result<(
     Ok(())
 }
 
-/// Runs the whole run as one session run of its graph (built on first use), else replays it.
-fn run_compiled(state: &mut EnvState, plans: &[PreparedOp], run: &mut Run) -> Result<()> {
+/// Runs the whole run as one session run of its graph (built on first use), here or as an
+/// executor job (`in_background`); replays it when it has no graph.
+fn run_compiled(
+    state: &mut EnvState,
+    plans: &[PreparedOp],
+    run: &mut Run,
+    in_background: bool,
+) -> Result<()> {
     let mut live = Vec::new();
     let mut live_ids = Vec::new();
     for (depth, op) in run.deferred.iter().enumerate() {
@@ -657,7 +776,7 @@ fn run_compiled(state: &mut EnvState, plans: &[PreparedOp], run: &mut Run) -> Re
         Some(index) => index,
         None => {
             let graph = if state.tracer.counters.compiled_runs < MAX_COMPILED_RUNS {
-                compile(state, plans, run, &live).ok()
+                compile(state, plans, run, &live).ok().map(Arc::new)
             } else {
                 None
             };
@@ -666,13 +785,33 @@ fn run_compiled(state: &mut EnvState, plans: &[PreparedOp], run: &mut Run) -> Re
             compiled.len() - 1
         }
     };
-    let computed = state.tracer.trie[end].compiled[index]
-        .graph
-        .as_ref()
-        .and_then(|compiled| {
-            let feeds: Vec<&TensorHandle> = run.externals.iter().collect();
-            compiled.run(&feeds, &state.status).ok()
-        });
+    let compiled = &state.tracer.trie[end].compiled[index];
+    let graph = compiled.graph.clone();
+    if let (Some(graph), true) = (&graph, in_background) {
+        let feeds = run
+            .externals
+            .iter()
+            .map(|handle| Ok(Input::Ready(handle.share(&state.status)?)))
+            .collect::<Result<Vec<_>>>()?;
+        let job = state.executor.submit(Work {
+            graph: graph.clone(),
+            feeds,
+        })?;
+        // The run is all deferred: depth `d` is the run's `d`th trie node, which knows the shapes.
+        let live = compiled.live.clone();
+        for (k, (&id, &(depth, output))) in live_ids.iter().zip(&live).enumerate() {
+            let node = &state.tracer.trie[run.nodes[depth as usize] as usize];
+            let spec = node.outputs[output as usize].clone();
+            state.tensors.make_pending(id, job.clone(), k, spec);
+        }
+        run.deferred.clear();
+        state.tracer.counters.graph_runs += 1;
+        return Ok(());
+    }
+    let computed = graph.as_ref().and_then(|compiled| {
+        let feeds: Vec<&TensorHandle> = run.externals.iter().collect();
+        compiled.run(&feeds, &state.status).ok()
+    });
     let Some(outputs) = computed.filter(|outputs| outputs.len() == live_ids.len()) else {
         return replay(state, plans, run);
     };
@@ -692,14 +831,10 @@ fn compile(
     live: &[(u32, u32)],
 ) -> Result<CompiledGraph> {
     let tracer = &state.tracer;
-    let feed_dtypes = run
+    let feeds = run
         .externals
         .iter()
-        .map(|handle| {
-            handle
-                .dtype()
-                .map_err(|code| Error::Invalid(format!("dtype {code} cannot be fed")))
-        })
+        .map(|handle| Ok(Feed::Placeholder(OutputSpec::of(handle, &state.status)?)))
         .collect::<Result<Vec<_>>>()?;
     // The run is all deferred, so its deferred ops are its ops by depth.
     let needed = needed_ops(run, &state.tensors);
@@ -719,7 +854,7 @@ fn compile(
             output,
         })
         .collect();
-    let graph = CompiledGraph::build(&feed_dtypes, steps, &fetches, &state.status)?;
+    let graph = CompiledGraph::build(&feeds, steps, &fetches, &state.status)?;
     state.tracer.counters.compiled_runs += 1;
     Ok(graph)
 }

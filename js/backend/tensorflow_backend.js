@@ -199,8 +199,26 @@ class TensorFlowBackend extends tfc.KernelBackend {
     return info !== undefined && info.refCount > 1;
   }
 
+  /**
+   * Resolves once the values are computed, without holding the JS thread while TF computes
+   * them: a deferred run or a call graph producing them runs on the binding's executor thread
+   * (`whenReady`). The record is held meanwhile, so a dispose during the wait frees it after.
+   */
   async read(dataId) {
-    return this.readSync(dataId);
+    const rec = this.record(dataId);
+    const ready = rec.id >= 0 ? this.binding.whenReady(rec.id) : null;
+    if (ready === null) return this.readSync(dataId);
+    rec.refCount++;
+    try {
+      await ready;
+    } finally {
+      rec.refCount--;
+    }
+    if (rec.refCount > 0) return this.readSync(dataId);
+    // Disposed while computing: the values are still the caller's to read.
+    const values = this.binding.tensorDataSync(rec.id, true);
+    this.release(rec);
+    return values;
   }
 
   disposeData(dataId, force = false) {

@@ -2,7 +2,9 @@
 
 use napi::bindgen_prelude::{Env, Unknown};
 
-use super::execute::{io_array, io_values, read_ids, tensor_id, write_outputs};
+use super::execute::{
+    io_array, io_values, output_room, read_ids, tensor_id, too_small, write_output, write_outputs,
+};
 use super::js_call;
 use crate::env_state::EnvState;
 use crate::error::{Error, Result};
@@ -66,28 +68,24 @@ pub fn compile_call(
                 })
             })
             .collect::<Result<Vec<_>>>()?;
-        let mut fed_dtypes = Vec::with_capacity(fed_ids.len());
+        let mut fed = Vec::with_capacity(fed_ids.len());
         let mut fixed = Vec::with_capacity(fixed_ids.len());
         for (list, is_fed) in [(&fed_ids, true), (&fixed_ids, false)] {
             for &id in list {
                 let id = tensor_id(id)?;
                 state.settle(id)?;
-                let handle = state.tensors.handle(id)?;
+                let handle = state.tensors.handle(id)?.share(&state.status)?;
                 if is_fed {
-                    fed_dtypes.push(
-                        handle.dtype().map_err(|code| {
-                            Error::Invalid(format!("dtype {code} cannot be fed"))
-                        })?,
-                    );
+                    fed.push(handle);
                 } else {
-                    fixed.push(handle.share(&state.status)?);
+                    fixed.push(handle);
                 }
             }
         }
         let graph = CallGraph::compile(
             &state.prepared_ops,
             &recorded,
-            &fed_dtypes,
+            &fed.iter().collect::<Vec<_>>(),
             fixed,
             &refs(&fetches)?,
             &state.status,
@@ -109,6 +107,9 @@ pub fn run_call(env: Env, call: u32, io: Unknown, num_fed: u32) -> napi::Result<
         let io = io_values(&mut view)?;
         let mut ids = std::mem::take(&mut state.scratch.ids);
         let ran = read_ids(io, num_fed, &mut ids).and_then(|()| {
+            if state.executor.enabled && state.calls.get(call)?.background_outputs().is_some() {
+                return run_in_background(state, call, &ids, io);
+            }
             for &id in &ids {
                 state.settle(id)?;
             }
@@ -123,6 +124,30 @@ pub fn run_call(env: Env, call: u32, io: Unknown, num_fed: u32) -> napi::Result<
         state.scratch.ids = ids;
         ran
     })
+}
+
+/// Queues call graph `call` on the executor, fed `ids` (computed or pending), and writes its
+/// pending outputs into `io`.
+fn run_in_background(state: &mut EnvState, call: u32, ids: &[u64], io: &mut [f64]) -> Result<u32> {
+    let mut fed = Vec::with_capacity(ids.len());
+    for &id in ids {
+        state.settle_in_background(id)?;
+        fed.push(state.tensors.job_input(id, &state.status)?);
+    }
+    let graph = state.calls.get(call)?;
+    let outputs = graph.background_outputs().unwrap_or_default();
+    let room: usize = outputs.iter().map(|spec| output_room(&spec.dims)).sum();
+    if room > io.len() {
+        return Err(too_small(io));
+    }
+    let work = graph.background_work(fed, &state.status)?;
+    let job = state.executor.submit(work)?;
+    let mut at = 0;
+    for (k, spec) in outputs.iter().enumerate() {
+        let id = state.tensors.insert_pending(job.clone(), k, spec.clone());
+        at += write_output(&mut io[at..], id, Some(spec.dtype), &spec.dims);
+    }
+    Ok(outputs.len() as u32)
 }
 
 /// Frees call graph `call`; false when it did not exist.

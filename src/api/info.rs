@@ -65,6 +65,8 @@ pub struct Stats {
     pub graph_runs: f64,
     /// Whole calls compiled into graphs (`compileCall`) and alive.
     pub call_graphs: u32,
+    /// Graph runs queued on the executor thread (`crate::executor`).
+    pub background_runs: f64,
 }
 
 #[napi_derive::napi]
@@ -85,6 +87,7 @@ pub fn stats(env: Env) -> napi::Result<Stats> {
             compiled_runs: state.tracer.counters.compiled_runs as f64,
             graph_runs: state.tracer.counters.graph_runs as f64,
             call_graphs: state.calls.len() as u32,
+            background_runs: state.executor.jobs_made as f64,
         })
     })
 }

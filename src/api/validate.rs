@@ -412,6 +412,17 @@ impl Signature {
         Ok(())
     }
 
+    /// How many outputs the op makes with these attrs.
+    pub fn output_count(&self) -> usize {
+        self.outputs
+    }
+
+    /// Whether building the op as a graph node checks all that a call is checked for here:
+    /// no rule but the op's shape function, which graph construction runs.
+    pub fn checked_as_node(&self) -> bool {
+        self.checks.rules.iter().all(|r| matches!(r, ShapeFunction))
+    }
+
     /// Whether the call must pass the op's shape function (`Op::check_shapes`).
     pub fn wants_shape_function(&self) -> bool {
         self.checks.rules.iter().any(|r| matches!(r, ShapeFunction))

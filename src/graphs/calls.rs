@@ -4,16 +4,19 @@
 //! here into one graph; later calls run it as one session call, with no per-op JS at all.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
-use super::compiled::{CompiledGraph, NodeOp, Ref};
+use super::compiled::{CompiledGraph, Feed, NodeOp, OutputSpec, Ref};
 use crate::api::PreparedOp;
 use crate::error::{Error, Result};
-use crate::tf::dtype::DType;
+use crate::executor::{Input, Work};
 use crate::tf::handle::TensorHandle;
 use crate::tf::status::Status;
 
 /// Call graphs alive at once; past it, compiling fails and calls stay eager.
 const MAX_CALL_GRAPHS: usize = 4096;
+/// Fixed integer tensors up to this many elements are constants of the graph.
+const MAX_CONSTANT_ELEMENTS: i64 = 16;
 
 /// An op the call ran: the prepared op and where its flat inputs came from.
 pub struct RecordedOp {
@@ -25,47 +28,100 @@ pub struct RecordedOp {
 /// variables it reads) come first, then those it always uses (constants, a GraphModel's
 /// weights), which the graph holds.
 pub struct CallGraph {
-    graph: CompiledGraph,
+    graph: Arc<CompiledGraph>,
     fixed: Vec<TensorHandle>,
+    /// Whether the call's outputs are known before it runs and no node fails on values, so
+    /// that it may run on the executor: an error of the call is then still TF's shape error
+    /// at the call, never one found later.
+    runs_in_background: bool,
 }
 
 impl CallGraph {
-    /// Compiles `ops` (in the order they ran) over `fed` feeds of `fed_dtypes` and the
-    /// `fixed` tensors, fetching `fetches`. Refs to feeds count the fed ones first.
+    /// Compiles `ops` (in the order they ran) over feeds like `fed` (their dtypes and shapes)
+    /// and the `fixed` tensors, fetching `fetches`. Refs to feeds count the fed ones first.
     pub fn compile(
         plans: &[PreparedOp],
         ops: &[RecordedOp],
-        fed_dtypes: &[DType],
+        fed: &[&TensorHandle],
         fixed: Vec<TensorHandle>,
         fetches: &[Ref],
         status: &Status,
     ) -> Result<CallGraph> {
-        let mut feed_dtypes = fed_dtypes.to_vec();
-        for handle in &fixed {
-            feed_dtypes.push(
-                handle
-                    .dtype()
-                    .map_err(|code| Error::Invalid(format!("dtype {code} cannot be fed")))?,
-            );
+        let mut feeds = Vec::with_capacity(fed.len() + fixed.len());
+        for &handle in fed {
+            feeds.push(Feed::Placeholder(OutputSpec::of(handle, status)?));
         }
+        for handle in &fixed {
+            feeds.push(if is_small_integer(handle, status) {
+                Feed::Constant(handle)
+            } else {
+                Feed::Placeholder(OutputSpec::of(handle, status)?)
+            });
+        }
+        let mut fails_on_values = false;
         let mut steps = Vec::with_capacity(ops.len());
         for (index, op) in ops.iter().enumerate() {
             let prepared = plans
                 .get(op.plan as usize)
                 .ok_or_else(|| Error::Invalid(format!("prepared op {} does not exist", op.plan)))?;
             for &input in &op.inputs {
-                check_ref(input, index, feed_dtypes.len())?;
+                check_ref(input, index, feeds.len())?;
             }
+            fails_on_values |= prepared.node.is_some_and(|kind| kind.fails_on_values);
             steps.push(Some(NodeOp {
                 prepared,
                 inputs: op.inputs.clone(),
             }));
         }
         for &fetch in fetches {
-            check_ref(fetch, ops.len(), feed_dtypes.len())?;
+            check_ref(fetch, ops.len(), feeds.len())?;
         }
-        let graph = CompiledGraph::build(&feed_dtypes, steps.into_iter(), fetches, status)?;
-        Ok(CallGraph { graph, fixed })
+        let graph = CompiledGraph::build(&feeds, steps.into_iter(), fetches, status)?;
+        let runs_in_background = !fails_on_values && graph.static_outputs().is_some();
+        let fixed = fixed
+            .into_iter()
+            .filter(|handle| !is_small_integer(handle, status))
+            .collect();
+        Ok(CallGraph {
+            graph: Arc::new(graph),
+            fixed,
+            runs_in_background,
+        })
+    }
+
+    /// The outputs' dtypes and dims when the call may run on the executor (`background_work`).
+    pub fn background_outputs(&self) -> Option<&[OutputSpec]> {
+        self.graph
+            .static_outputs()
+            .filter(|_| self.runs_in_background)
+    }
+
+    /// The call as executor work on `fed` (a job's inputs, one per fed tensor).
+    pub fn background_work(&self, fed: Vec<Input>, status: &Status) -> Result<Work> {
+        self.check_fed(fed.len())?;
+        for (k, input) in fed.iter().enumerate() {
+            if let Input::Ready(handle) = input {
+                self.graph.check_feed(k, handle, status)?;
+            }
+        }
+        let mut feeds = fed;
+        for handle in &self.fixed {
+            feeds.push(Input::Ready(handle.share(status)?));
+        }
+        Ok(Work {
+            graph: self.graph.clone(),
+            feeds,
+        })
+    }
+
+    fn check_fed(&self, count: usize) -> Result<()> {
+        if count == self.fed_count() {
+            return Ok(());
+        }
+        Err(Error::Invalid(format!(
+            "the call graph takes {} tensors, got {count}",
+            self.fed_count()
+        )))
     }
 
     /// How many tensors JS feeds per call.
@@ -75,16 +131,22 @@ impl CallGraph {
 
     /// Runs the call on the `fed` tensors; returns the fetched outputs.
     pub fn run(&self, fed: &[&TensorHandle], status: &Status) -> Result<Vec<TensorHandle>> {
-        if fed.len() != self.fed_count() {
-            return Err(Error::Invalid(format!(
-                "the call graph takes {} tensors, got {}",
-                self.fed_count(),
-                fed.len()
-            )));
-        }
+        self.check_fed(fed.len())?;
         let feeds: Vec<&TensorHandle> = fed.iter().copied().chain(&self.fixed).collect();
         self.graph.run(&feeds, status)
     }
+}
+
+/// Whether a fixed tensor becomes a constant of the graph: an integer tensor of at most
+/// `MAX_CONSTANT_ELEMENTS` (a slice's begin and size, a reshape's shape, axes).
+fn is_small_integer(handle: &TensorHandle, status: &Status) -> bool {
+    let Ok(dtype) = handle.dtype() else {
+        return false;
+    };
+    let mut dims = Vec::new();
+    dtype.is_integer()
+        && handle.dims_into(&mut dims, status).is_ok()
+        && dims.iter().product::<i64>() <= MAX_CONSTANT_ELEMENTS
 }
 
 /// A ref of a node at position `at` (or of a fetch, at the end) must point back.

@@ -9,7 +9,7 @@ use std::ffi::CString;
 use super::nodes;
 use crate::api::PreparedOp;
 use crate::error::{Error, Result};
-use crate::tf::dtype::DType;
+use crate::tf::dtype::{index_of_tf_code, DType, DTYPES};
 use crate::tf::graph::NodeOutput;
 use crate::tf::handle::TensorHandle;
 use crate::tf::session::Session;
@@ -30,29 +30,105 @@ pub struct NodeOp<'a> {
     pub inputs: Vec<Ref>,
 }
 
-pub struct CompiledGraph {
-    session: Session,
-    feeds: Vec<NodeOutput>,
-    fetches: Vec<NodeOutput>,
+/// A tensor's dtype (its `DTYPES` row) and dims.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct OutputSpec {
+    pub dtype: usize,
+    pub dims: Box<[i64]>,
 }
 
+impl OutputSpec {
+    /// The spec of an existing tensor.
+    pub fn of(handle: &TensorHandle, status: &Status) -> Result<OutputSpec> {
+        let dtype = handle
+            .dtype_index()
+            .map_err(|code| Error::Invalid(format!("dtype {code} cannot be fed")))?;
+        let mut dims = Vec::new();
+        handle.dims_into(&mut dims, status)?;
+        Ok(OutputSpec {
+            dtype,
+            dims: dims.into(),
+        })
+    }
+
+    /// Bytes of element data (0 for strings and resources), as `stats().liveBytes` counts.
+    pub fn byte_count(&self) -> u64 {
+        let elements: i64 = self.dims.iter().product();
+        DTYPES[self.dtype]
+            .element_bytes()
+            .map_or(0, |size| elements.max(0) as u64 * size as u64)
+    }
+}
+
+/// What a graph takes from outside, as a node: fed on every run, or a constant of the graph.
+pub enum Feed<'a> {
+    /// Fed on each run a tensor of this dtype and shape.
+    Placeholder(OutputSpec),
+    /// Every run uses these values (small integers a shape may depend on: TF's shape inference
+    /// reads a constant's values, never a placeholder's).
+    Constant(&'a TensorHandle),
+}
+
+pub struct CompiledGraph {
+    session: Session,
+    placeholders: Vec<NodeOutput>,
+    fetches: Vec<NodeOutput>,
+    /// The placeholders' dtypes and dims, which fed tensors must have.
+    feed_specs: Vec<OutputSpec>,
+    /// Every fetch's dtype and dims as TF infers them from the feeds' shapes, when it infers
+    /// them all: then the outputs are known before the graph runs (`crate::executor`).
+    static_outputs: Option<Vec<OutputSpec>>,
+}
+
+// SAFETY: after `build` the graph is only read, and TF_SessionRun may be called from any thread,
+// several at once; the session and graph are deleted once, by whichever thread drops the last
+// reference.
+unsafe impl Send for CompiledGraph {}
+// SAFETY: as above: shared use is only `run` and reads of fields set in `build`.
+unsafe impl Sync for CompiledGraph {}
+
 impl CompiledGraph {
-    /// Builds placeholders of `feed_dtypes`, node `i` from `steps[i]` (`None`: a node nothing
-    /// fetched needs, left out), and the fetches.
+    /// Builds a node per feed (`Ref::Feed(k)` is `feeds[k]`), node `i` from `steps[i]`
+    /// (`None`: a node nothing fetched needs, left out), and the fetches.
     pub fn build<'a>(
-        feed_dtypes: &[DType],
+        feeds: &[Feed<'_>],
         steps: impl Iterator<Item = Option<NodeOp<'a>>>,
         fetches: &[Ref],
         status: &Status,
     ) -> Result<CompiledGraph> {
         let session = Session::in_caller_thread(status)?;
         let graph = session.graph();
-        let mut feeds = Vec::with_capacity(feed_dtypes.len());
-        for (k, dtype) in feed_dtypes.iter().enumerate() {
-            let mut node = graph.node(c"Placeholder", &node_name("x", k)?)?;
-            node.set_type(c"dtype", dtype.tf);
-            feeds.push(node.finish(status)?);
+        let mut feed_nodes = Vec::with_capacity(feeds.len());
+        let mut placeholders = Vec::with_capacity(feeds.len());
+        let mut feed_specs = Vec::with_capacity(feeds.len());
+        for (k, feed) in feeds.iter().enumerate() {
+            let name = node_name("x", k)?;
+            let node = match feed {
+                Feed::Placeholder(spec) => {
+                    let spec = spec.clone();
+                    let mut node = graph.node(c"Placeholder", &name)?;
+                    node.set_type(c"dtype", DTYPES[spec.dtype].tf);
+                    node.set_shape(c"shape", &spec.dims);
+                    let node = node.finish(status)?;
+                    placeholders.push(node);
+                    feed_specs.push(spec);
+                    node
+                }
+                Feed::Constant(handle) => {
+                    let dtype = OutputSpec::of(handle, status)?.dtype;
+                    let tensor = handle.resolve(status)?;
+                    let mut node = graph.node(c"Const", &name)?;
+                    node.set_type(c"dtype", DTYPES[dtype].tf);
+                    let set = node.set_tensor(c"value", &tensor, status);
+                    // Finished even when the value failed, so the description is not leaked.
+                    let finished = node.finish(status);
+                    set?;
+                    finished?
+                }
+            };
+            feed_nodes.push(node);
         }
+        let feeds = feed_nodes;
         let mut built: Vec<Option<NodeOutput>> = Vec::new();
         let output_of = |built: &[Option<NodeOutput>], input: Ref| match input {
             Ref::Feed(k) => feeds
@@ -99,23 +175,59 @@ impl CompiledGraph {
             .iter()
             .map(|&fetch| output_of(&built, fetch))
             .collect::<Result<Vec<_>>>()?;
+        let static_outputs = fetches
+            .iter()
+            .map(|&fetch| {
+                let dtype = index_of_tf_code(session.port_dtype(session.port_of(fetch)));
+                let dims = graph.static_dims(fetch, status)?;
+                Ok(dtype.zip(dims).map(|(dtype, dims)| OutputSpec {
+                    dtype,
+                    dims: dims.into(),
+                }))
+            })
+            .collect::<Result<Option<Vec<_>>>>()?;
         Ok(CompiledGraph {
             session,
-            feeds,
+            placeholders,
             fetches,
+            feed_specs,
+            static_outputs,
         })
     }
 
+    /// The fetches' dtypes and dims, when TF knows them all before running.
+    pub fn static_outputs(&self) -> Option<&[OutputSpec]> {
+        self.static_outputs.as_deref()
+    }
+
+    /// How many tensors a run is fed (one per placeholder).
     pub fn feed_count(&self) -> usize {
-        self.feeds.len()
+        self.placeholders.len()
+    }
+
+    /// Refuses a tensor for feed `k` of another dtype or shape than the placeholder's, as
+    /// TF would when the graph runs.
+    pub fn check_feed(&self, k: usize, handle: &TensorHandle, status: &Status) -> Result<()> {
+        let want = self
+            .feed_specs
+            .get(k)
+            .ok_or_else(|| Error::Invalid(format!("the graph has no feed {k}")))?;
+        let got = OutputSpec::of(handle, status)?;
+        if got.dtype == want.dtype && got.dims == want.dims {
+            return Ok(());
+        }
+        Err(Error::Invalid(format!(
+            "feed {k} must be {} {:?}, got {} {:?}",
+            DTYPES[want.dtype].name, want.dims, DTYPES[got.dtype].name, got.dims
+        )))
     }
 
     /// Runs the graph on `feeds` (one per placeholder) and returns the fetched outputs.
     pub fn run(&self, feeds: &[&TensorHandle], status: &Status) -> Result<Vec<TensorHandle>> {
-        if feeds.len() != self.feeds.len() {
+        if feeds.len() != self.placeholders.len() {
             return Err(Error::Invalid(format!(
                 "the graph takes {} inputs, got {}",
-                self.feeds.len(),
+                self.placeholders.len(),
                 feeds.len()
             )));
         }
@@ -125,7 +237,7 @@ impl CompiledGraph {
             .map(|handle| handle.resolve(status))
             .collect::<Result<Vec<_>>>()?;
         let feeds: Vec<_> = self
-            .feeds
+            .placeholders
             .iter()
             .zip(&tensors)
             .map(|(&feed, tensor)| (session.port_of(feed), tensor))

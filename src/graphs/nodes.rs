@@ -170,6 +170,32 @@ const PURE_IN_CALLS: &[&str] = &[
 /// call's graph (a dropout mask), but never deferred.
 const RANDOM: &[&str] = &["RandomStandardNormal", "RandomUniform", "TruncatedNormal"];
 
+/// Ops of `PURE_IN_CALLS` that fail on their inputs' values: an integer division by zero, an
+/// index or a label out of range.
+const FAILS_ON_VALUES: &[&str] = &[
+    "FloorDiv",
+    "FloorMod",
+    "GatherV2",
+    "Mod",
+    "SparseSoftmaxCrossEntropyWithLogits",
+    "UnsortedSegmentSum",
+];
+
+/// Products and convolutions, whose time grows faster than their inputs' sizes.
+const COMPUTE_BOUND: &[&str] = &[
+    "_FusedConv2D",
+    "_FusedDepthwiseConv2dNative",
+    "_FusedMatMul",
+    "BatchMatMulV2",
+    "Conv2D",
+    "Conv2DBackpropFilter",
+    "Conv2DBackpropInput",
+    "DepthwiseConv2dNative",
+    "DepthwiseConv2dNativeBackpropFilter",
+    "DepthwiseConv2dNativeBackpropInput",
+    "MatMul",
+];
+
 /// What a prepared op is as a graph node.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct NodeKind {
@@ -177,6 +203,11 @@ pub struct NodeKind {
     pub deferrable: bool,
     /// Draws random numbers (`RANDOM`); every other node kind is deterministic.
     pub random: bool,
+    /// Fails on input values (`FAILS_ON_VALUES`), not only on shapes.
+    pub fails_on_values: bool,
+    /// A product or convolution (`COMPUTE_BOUND`): large ones take long enough to be worth
+    /// running off the JS thread on their own.
+    pub compute_bound: bool,
 }
 
 /// What op `name` with `attrs` is as a graph node; `None` when it runs only eagerly.
@@ -186,11 +217,15 @@ pub fn node_kind(name: &CStr, attrs: &[api::OwnedAttr]) -> Option<NodeKind> {
         NodeKind {
             deferrable: true,
             random: false,
+            fails_on_values: false,
+            compute_bound: COMPUTE_BOUND.contains(&name),
         }
     } else if PURE_IN_CALLS.contains(&name) || RANDOM.contains(&name) {
         NodeKind {
             deferrable: false,
             random: RANDOM.contains(&name),
+            fails_on_values: FAILS_ON_VALUES.contains(&name),
+            compute_bound: COMPUTE_BOUND.contains(&name),
         }
     } else {
         return None;

@@ -333,6 +333,12 @@ impl Js {
         Ok(out)
     }
 
+    pub fn null(self) -> Result<Value> {
+        let mut value = ptr::null_mut();
+        napi_call!(self, sys::napi_get_null(self.env, &mut value));
+        Ok(value)
+    }
+
     pub fn object(self) -> Result<Value> {
         let mut out = ptr::null_mut();
         napi_call!(self, sys::napi_create_object(self.env, &mut out));
@@ -410,6 +416,28 @@ impl Js {
         Ok(buffer)
     }
 
+    /// A new promise and the deferred that settles it (`resolve_undefined`).
+    pub fn promise(self) -> Result<(Value, Deferred)> {
+        let mut deferred = ptr::null_mut();
+        let mut promise = ptr::null_mut();
+        napi_call!(
+            self,
+            sys::napi_create_promise(self.env, &mut deferred, &mut promise)
+        );
+        Ok((promise, Deferred(deferred)))
+    }
+
+    /// Resolves the promise of `deferred` with `undefined`.
+    pub fn resolve_undefined(self, deferred: Deferred) -> Result<()> {
+        let mut undefined = ptr::null_mut();
+        napi_call!(self, sys::napi_get_undefined(self.env, &mut undefined));
+        napi_call!(
+            self,
+            sys::napi_resolve_deferred(self.env, deferred.0, undefined)
+        );
+        Ok(())
+    }
+
     pub fn to_unknown(self, value: Value) -> Unknown<'static> {
         // SAFETY: value is a live handle of this env, returned straight to N-API by the caller.
         unsafe { Unknown::from_raw_unchecked(self.env, value) }
@@ -444,6 +472,13 @@ impl Js {
 fn c_string(text: &str) -> std::ffi::CString {
     std::ffi::CString::new(text.replace('\0', " ")).unwrap_or_default()
 }
+
+/// The settling end of a promise made by `Js::promise`; settled once, on its env's JS thread.
+pub struct Deferred(sys::napi_deferred);
+
+// SAFETY: the deferred is only a token while it moves between threads; N-API is called with it
+// on the JS thread alone (`resolve_undefined` takes a `Js`).
+unsafe impl Send for Deferred {}
 
 /// State kept per env (each worker thread has its own), torn down by the env's cleanup hook.
 pub trait EnvData: 'static {

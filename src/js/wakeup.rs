@@ -28,7 +28,7 @@ impl Wakeup {
         let mut name = ptr::null_mut();
         // SAFETY: N-API owns the tsfn until released; `context` is reclaimed once in drop_target.
         unsafe {
-            let label = "tfjs-node-rs release";
+            let label = "tfjs-node-rs wakeup";
             js.check(sys::napi_create_string_utf8(
                 js.raw_env(),
                 label.as_ptr().cast(),
@@ -67,6 +67,20 @@ impl Wakeup {
                 sys::ThreadsafeFunctionCallMode::nonblocking,
             )
         };
+    }
+
+    /// While held, a queued or coming wakeup keeps the event loop alive (a promise waits on it).
+    /// JS thread only.
+    pub fn hold(&self, js: Js, held: bool) -> Result<()> {
+        // SAFETY: the tsfn is live until `close`; (un)ref is called on its env's JS thread.
+        let status = unsafe {
+            if held {
+                sys::napi_ref_threadsafe_function(js.raw_env(), self.0)
+            } else {
+                sys::napi_unref_threadsafe_function(js.raw_env(), self.0)
+            }
+        };
+        js.check(status)
     }
 
     /// Releases the tsfn; N-API finalizes it (and drops the target) on the JS thread.

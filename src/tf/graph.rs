@@ -8,6 +8,7 @@ use std::ptr::NonNull;
 use tensorflow_sys as sys;
 
 use super::status::Status;
+use super::tensor::Tensor;
 use crate::error::{Error, Result};
 
 pub struct Graph(NonNull<sys::TF_Graph>);
@@ -65,6 +66,32 @@ impl Graph {
 
     pub(super) fn raw(&self) -> *mut sys::TF_Graph {
         self.0.as_ptr()
+    }
+}
+
+impl Graph {
+    /// The dims TF's shape inference gives `output`; `None` unless every one is known.
+    pub fn static_dims(&self, output: NodeOutput, status: &Status) -> Result<Option<Vec<i64>>> {
+        // SAFETY: the graph is live and `output` is one of its nodes' outputs.
+        let rank =
+            unsafe { sys::TF_GraphGetTensorNumDims(self.0.as_ptr(), output.raw(), status.raw()) };
+        status.check()?;
+        if rank < 0 {
+            return Ok(None);
+        }
+        let mut dims = vec![0i64; rank as usize];
+        // SAFETY: as above; `dims` has room for the `rank` dims TF writes.
+        unsafe {
+            sys::TF_GraphGetTensorShape(
+                self.0.as_ptr(),
+                output.raw(),
+                dims.as_mut_ptr(),
+                rank,
+                status.raw(),
+            )
+        };
+        status.check()?;
+        Ok(dims.iter().all(|&d| d >= 0).then_some(dims))
     }
 }
 
@@ -137,6 +164,26 @@ impl NodeBuilder<'_> {
     pub fn set_type(&mut self, name: &CStr, value: sys::TF_DataType) {
         // SAFETY: value is a member of the enum (it comes from the dtype table or an op's attrs).
         unsafe { sys::TF_SetAttrType(self.raw(), name.as_ptr(), value) }
+    }
+
+    /// A tensor attr (a Const's value); TF copies the values.
+    pub fn set_tensor(&mut self, name: &CStr, value: &Tensor, status: &Status) -> Result<()> {
+        // SAFETY: the description and tensor are live; TF copies the tensor into the attr.
+        unsafe { sys::TF_SetAttrTensor(self.raw(), name.as_ptr(), value.raw(), status.raw()) };
+        status.check()
+    }
+
+    /// A shape attr of known rank (a dim of -1 is unknown).
+    pub fn set_shape(&mut self, name: &CStr, dims: &[i64]) {
+        // SAFETY: the description is live; TF copies the dims, whose count is passed.
+        unsafe {
+            sys::TF_SetAttrShape(
+                self.raw(),
+                name.as_ptr(),
+                dims.as_ptr(),
+                dims.len() as c_int,
+            )
+        }
     }
 
     pub fn set_int_list(&mut self, name: &CStr, values: &[i64]) {

@@ -12,6 +12,11 @@ use crate::error::{Error, Result};
 
 pub struct TensorHandle(NonNull<sys::TFE_TensorHandle>);
 
+// SAFETY: a TFE_TensorHandle is reference-counted with atomics and may be used and deleted on
+// any thread (TF's own executors do); the binding never uses one handle from two threads at once
+// (a handle moves with the job or the table entry that owns it).
+unsafe impl Send for TensorHandle {}
+
 impl TensorHandle {
     pub fn from_tensor(tensor: &Tensor, status: &Status) -> Result<TensorHandle> {
         // SAFETY: the tensor is live; the handle takes its own reference to the buffer.

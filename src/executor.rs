@@ -1,0 +1,302 @@
+//! Work off the JS thread. A graph run whose outputs' shapes are known before it runs (a
+//! deferred run, a whole call's graph with static shapes) can be a `Job`: its outputs get ids
+//! and shapes at once, as pending tensors, and one native thread per env runs the jobs in the
+//! order they were made, while JS goes on. Whoever needs a value first gets it:
+//!
+//! - a synchronous read (or an op) of a pending tensor runs its job on the JS thread if the
+//!   executor has not started it yet, else waits for it: synchronous code never waits behind a
+//!   queue, and computes exactly what it computed before;
+//! - an asynchronous read (`whenReady`) gets a promise that the JS thread resolves when the
+//!   executor's wakeup reports the job done.
+//!
+//! Jobs wait for the jobs whose outputs they take, which always come before them, so nothing
+//! waits on itself. One thread, not a pool: TF's kernels already spread one run over the
+//! machine's cores (intra-op threads), and one queue keeps the order in which JS issued work.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+
+use crate::error::{Error, Result};
+use crate::graphs::compiled::CompiledGraph;
+use crate::js::wakeup::{OnWake, Wakeup};
+use crate::js::{Deferred, Js, Value};
+use crate::tf::handle::TensorHandle;
+use crate::tf::status::Status;
+
+/// A tensor a job takes: one that exists, or an output of an earlier job.
+pub enum Input {
+    Ready(TensorHandle),
+    Pending { job: Arc<Job>, output: usize },
+}
+
+impl Input {
+    fn resolve(&self, status: &Status) -> Result<TensorHandle> {
+        match self {
+            Input::Ready(handle) => handle.share(status),
+            Input::Pending { job, output } => job.output(*output, status),
+        }
+    }
+}
+
+/// A graph run and its feeds (one per placeholder).
+pub struct Work {
+    pub graph: Arc<CompiledGraph>,
+    pub feeds: Vec<Input>,
+}
+
+impl Work {
+    fn run(self, status: &Status) -> Result<Vec<TensorHandle>> {
+        let feeds = self
+            .feeds
+            .iter()
+            .map(|input| input.resolve(status))
+            .collect::<Result<Vec<_>>>()?;
+        let feeds: Vec<&TensorHandle> = feeds.iter().collect();
+        self.graph.run(&feeds, status)
+    }
+}
+
+enum JobState {
+    Queued(Work),
+    Running,
+    Done(Result<Vec<TensorHandle>>),
+}
+
+pub struct Job {
+    state: Mutex<JobState>,
+    finished: Condvar,
+    /// Told when the job is done, wherever it ran.
+    completions: Arc<Completions>,
+}
+
+impl Job {
+    fn lock(&self) -> MutexGuard<'_, JobState> {
+        // A panic while holding the lock leaves only plain data behind; keep using it.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Runs the job in this thread unless a thread has started it.
+    fn run_if_queued(&self, status: &Status) {
+        let work = {
+            let mut state = self.lock();
+            match std::mem::replace(&mut *state, JobState::Running) {
+                JobState::Queued(work) => work,
+                other => {
+                    *state = other;
+                    return;
+                }
+            }
+        };
+        let result = work.run(status);
+        *self.lock() = JobState::Done(result);
+        self.finished.notify_all();
+        self.completions.job_done();
+    }
+
+    /// A new handle to output `output`, running the job here first when no thread has started
+    /// it, else waiting for it. The job's error when it failed.
+    pub fn output(&self, output: usize, status: &Status) -> Result<TensorHandle> {
+        self.run_if_queued(status);
+        let state = self
+            .finished
+            .wait_while(self.lock(), |state| matches!(state, JobState::Running))
+            .unwrap_or_else(|p| p.into_inner());
+        match &*state {
+            JobState::Done(Ok(outputs)) => outputs
+                .get(output)
+                .ok_or_else(|| Error::Invalid(format!("the graph run has no output {output}")))?
+                .share(status),
+            JobState::Done(Err(err)) => Err(err.clone()),
+            _ => Err(Error::Invalid("the graph run did not finish".into())),
+        }
+    }
+
+    pub fn is_done(&self) -> bool {
+        matches!(*self.lock(), JobState::Done(_))
+    }
+}
+
+/// The jobs not started yet, in order.
+#[derive(Default)]
+struct Queue {
+    jobs: VecDeque<Arc<Job>>,
+    stopping: bool,
+}
+
+/// The env's executor: its queue, its thread (started with the first job) and the promises
+/// waiting on jobs.
+pub struct Executor {
+    /// `TFJS_NODE_RS_BACKGROUND=0` turns jobs off: everything runs on the JS thread, as reads
+    /// need it.
+    pub enabled: bool,
+    queue: Arc<(Mutex<Queue>, Condvar)>,
+    thread: Option<JoinHandle<()>>,
+    completions: Arc<Completions>,
+    /// Jobs made; `stats().backgroundRuns`.
+    pub jobs_made: u64,
+}
+
+impl Executor {
+    pub fn new(js: Js) -> Result<Executor> {
+        let completions = Arc::new(Completions::default());
+        let wakeup = Wakeup::new(js, completions.clone())?;
+        *completions.lock_wakeup() = Some(wakeup);
+        Ok(Executor {
+            enabled: std::env::var("TFJS_NODE_RS_BACKGROUND").map_or(true, |v| v != "0"),
+            queue: Arc::default(),
+            thread: None,
+            completions,
+            jobs_made: 0,
+        })
+    }
+
+    /// Queues `work`; returns its job, whose outputs the caller registers as pending tensors.
+    pub fn submit(&mut self, work: Work) -> Result<Arc<Job>> {
+        if self.thread.is_none() {
+            let queue = self.queue.clone();
+            let thread = std::thread::Builder::new()
+                .name("tfjs-node-rs executor".into())
+                .spawn(move || work_through(&queue))
+                .map_err(|e| Error::Invalid(format!("cannot start the executor thread: {e}")))?;
+            self.thread = Some(thread);
+        }
+        let job = Arc::new(Job {
+            state: Mutex::new(JobState::Queued(work)),
+            finished: Condvar::new(),
+            completions: self.completions.clone(),
+        });
+        let (queue, ready) = &*self.queue;
+        queue
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .jobs
+            .push_back(job.clone());
+        ready.notify_one();
+        self.jobs_made += 1;
+        Ok(job)
+    }
+
+    /// A promise resolved (with `undefined`) on the JS thread once `job` is done.
+    pub fn when_done(&self, js: Js, job: Arc<Job>) -> Result<Value> {
+        self.completions.wait_for(js, job)
+    }
+
+    /// Finishes the job in progress, drops the queued ones and stops the thread (env shutdown:
+    /// the env's tensors, which the jobs would fill, are gone).
+    pub fn shut_down(&mut self) {
+        let (queue, ready) = &*self.queue;
+        {
+            let mut queue = queue.lock().unwrap_or_else(|p| p.into_inner());
+            queue.stopping = true;
+            queue.jobs.clear();
+        }
+        ready.notify_all();
+        if let Some(thread) = self.thread.take() {
+            // A job's panic was already reported by the thread; nothing is left to clean up.
+            let _ = thread.join();
+        }
+        if let Some(wakeup) = self.completions.lock_wakeup().take() {
+            wakeup.close();
+        }
+    }
+}
+
+/// The executor thread: runs queued jobs in order until the env shuts down.
+fn work_through(queue: &(Mutex<Queue>, Condvar)) {
+    let status = Status::new();
+    let (queue, ready) = queue;
+    loop {
+        let job = {
+            let guard = queue.lock().unwrap_or_else(|p| p.into_inner());
+            let mut guard = ready
+                .wait_while(guard, |q| q.jobs.is_empty() && !q.stopping)
+                .unwrap_or_else(|p| p.into_inner());
+            if guard.stopping {
+                return;
+            }
+            guard.jobs.pop_front()
+        };
+        if let Some(job) = job {
+            job.run_if_queued(&status);
+        }
+    }
+}
+
+/// Promises waiting on jobs. The list is touched on the JS thread only; the count tells other
+/// threads whether a finished job must wake it.
+#[derive(Default)]
+struct Completions {
+    waiting: Mutex<Vec<(Arc<Job>, Deferred)>>,
+    count: AtomicUsize,
+    wakeup: Mutex<Option<Wakeup>>,
+}
+
+impl Completions {
+    fn lock_wakeup(&self) -> MutexGuard<'_, Option<Wakeup>> {
+        self.wakeup.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn lock_waiting(&self) -> MutexGuard<'_, Vec<(Arc<Job>, Deferred)>> {
+        self.waiting.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn wait_for(&self, js: Js, job: Arc<Job>) -> Result<Value> {
+        let (promise, deferred) = js.promise()?;
+        self.lock_waiting().push((job.clone(), deferred));
+        if self.count.fetch_add(1, Ordering::AcqRel) == 0 {
+            if let Some(wakeup) = &*self.lock_wakeup() {
+                // Until the last promise resolves, the pending wakeup keeps the loop alive.
+                wakeup.hold(js, true)?;
+            }
+        }
+        // Asked after counting the waiter: a job finishing before the count saw none waiting
+        // and woke nobody. Resolved from the next turn of the event loop, as promises are.
+        if job.is_done() {
+            self.job_done();
+        }
+        Ok(promise)
+    }
+
+    /// Any thread: a job finished; wake the JS thread if a promise may wait on it.
+    fn job_done(&self) {
+        if self.count.load(Ordering::Acquire) > 0 {
+            if let Some(wakeup) = &*self.lock_wakeup() {
+                wakeup.wake();
+            }
+        }
+    }
+}
+
+impl OnWake for Completions {
+    fn on_wake(&self, js: Js) {
+        let finished: Vec<Deferred> = {
+            let mut waiting = self.lock_waiting();
+            let mut finished = Vec::new();
+            let mut k = 0;
+            while k < waiting.len() {
+                if waiting[k].0.is_done() {
+                    finished.push(waiting.swap_remove(k).1);
+                } else {
+                    k += 1;
+                }
+            }
+            finished
+        };
+        if finished.is_empty() {
+            return;
+        }
+        let left = self.count.fetch_sub(finished.len(), Ordering::AcqRel) - finished.len();
+        if left == 0 {
+            if let Some(wakeup) = &*self.lock_wakeup() {
+                // Nothing waits any more: the loop may exit (the wakeup stays usable).
+                let _ = wakeup.hold(js, false);
+            }
+        }
+        for deferred in finished {
+            // A failed resolve leaves a promise unsettled; there is no caller to report it to.
+            let _ = js.resolve_undefined(deferred);
+        }
+    }
+}
