@@ -210,6 +210,13 @@ export declare function runPreparedOp(prepared: number, io: Float64Array, numInp
  */
 export declare function runSavedModel(id: unknown, inputIds: unknown, inputNames: unknown, outputNames: unknown): unknown
 
+/**
+ * `runSavedModel` as an executor job (`crate::executor`), on inputs computed or still being
+ * computed: returns the job's number for `whenJobDone` and `takeJobOutputs`. Inputs and names
+ * are checked here; TF's errors of the run come from `takeJobOutputs`.
+ */
+export declare function runSavedModelInBackground(id: unknown, inputIds: unknown, inputNames: unknown, outputNames: unknown): number
+
 export declare function stats(): Stats
 
 /** Counters of the binding's memory traffic in this env. */
@@ -246,6 +253,12 @@ export interface Stats {
 }
 
 /**
+ * The outputs of job `job` as `[{id, shape, dtype}]` (waiting for it when it is not done),
+ * or TF's error of its run; the number is forgotten either way.
+ */
+export declare function takeJobOutputs(job: number): TensorInfo[]
+
+/**
  * The tensor's values: a typed array (a view of TF's buffer when no other tensor can see it,
  * else a copy; see `sharing::read_typed_array`), or `Uint8Array[]` for strings. `aliased`: the
  * caller knows other owners of `id` (a read of it is then always a copy).
@@ -254,6 +267,12 @@ export declare function tensorDataSync(id: number, aliased?: boolean): TypedArra
 
 /** The version of the TensorFlow C library the addon runs on. */
 export declare function tfVersion(): string
+
+/**
+ * A promise that resolves (never rejects) once job `job` (a number from
+ * `runSavedModelInBackground`) is done.
+ */
+export declare function whenJobDone(job: number): Promise<void>
 
 /**
  * `null` when tensor `id` holds its values (or fails at once on a read); else a promise that

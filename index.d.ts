@@ -135,6 +135,15 @@ export declare namespace node {
             config: SavedModelRunConfig):
         SavedModelInput|SavedModelInput[]|{[name: string]: SavedModelInput};
     /**
+     * predict() with the session run on the binding's executor thread: the JS thread stays
+     * free until the outputs exist. Resolves with what predict() returns; TF's errors reject.
+     */
+    predictAsync(inputs: Tensor|Tensor[]|NamedTensorMap, config?: ModelPredictConfig):
+        Promise<Tensor|Tensor[]|NamedTensorMap>;
+    predictAsync(inputs: SavedModelInput|SavedModelInput[]|{[name: string]: SavedModelInput},
+                 config: SavedModelRunConfig):
+        Promise<SavedModelInput|SavedModelInput[]|{[name: string]: SavedModelInput}>;
+    /**
      * Runs the graph and fetches `outputs`: signature output keys or graph tensor names
      * (`op:index`). A name gives a tensor, an array gives an array. `config` as for predict().
      */

@@ -13,7 +13,7 @@
 //! waits on itself. One thread, not a pool: TF's kernels already spread one run over the
 //! machine's cores (intra-op threads), and one queue keeps the order in which JS issued work.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -32,7 +32,8 @@ pub enum Input {
 }
 
 impl Input {
-    fn resolve(&self, status: &Status) -> Result<TensorHandle> {
+    /// The tensor, waiting for (or running) the job that computes it.
+    pub fn resolve(&self, status: &Status) -> Result<TensorHandle> {
         match self {
             Input::Ready(handle) => handle.share(status),
             Input::Pending { job, output } => job.output(*output, status),
@@ -40,28 +41,33 @@ impl Input {
     }
 }
 
-/// A graph run and its feeds (one per placeholder).
-pub struct Work {
-    pub graph: Arc<CompiledGraph>,
-    pub feeds: Vec<Input>,
-}
+/// What a job computes: its outputs, from inputs it took when made.
+pub struct Work(Box<dyn FnOnce(&Status) -> Outputs + Send>);
+
+type Outputs = Result<Vec<TensorHandle>>;
 
 impl Work {
-    fn run(self, status: &Status) -> Result<Vec<TensorHandle>> {
-        let feeds = self
-            .feeds
-            .iter()
-            .map(|input| input.resolve(status))
-            .collect::<Result<Vec<_>>>()?;
-        let feeds: Vec<&TensorHandle> = feeds.iter().collect();
-        self.graph.run(&feeds, status)
+    pub fn new(run: impl FnOnce(&Status) -> Outputs + Send + 'static) -> Work {
+        Work(Box::new(run))
+    }
+
+    /// A run of `graph` on `feeds` (one per placeholder).
+    pub fn graph_run(graph: Arc<CompiledGraph>, feeds: Vec<Input>) -> Work {
+        Work::new(move |status| {
+            let feeds = feeds
+                .iter()
+                .map(|input| input.resolve(status))
+                .collect::<Result<Vec<_>>>()?;
+            let feeds: Vec<&TensorHandle> = feeds.iter().collect();
+            graph.run(&feeds, status)
+        })
     }
 }
 
 enum JobState {
     Queued(Work),
     Running,
-    Done(Result<Vec<TensorHandle>>),
+    Done(Outputs),
 }
 
 pub struct Job {
@@ -89,7 +95,7 @@ impl Job {
                 }
             }
         };
-        let result = work.run(status);
+        let result = (work.0)(status);
         *self.lock() = JobState::Done(result);
         self.finished.notify_all();
         self.completions.job_done();
@@ -98,18 +104,36 @@ impl Job {
     /// A new handle to output `output`, running the job here first when no thread has started
     /// it, else waiting for it. The job's error when it failed.
     pub fn output(&self, output: usize, status: &Status) -> Result<TensorHandle> {
+        self.finished(status, |outputs| {
+            outputs
+                .get(output)
+                .ok_or_else(|| Error::Invalid(format!("the job has no output {output}")))?
+                .share(status)
+        })
+    }
+
+    /// New handles to all outputs, as `output` gives one.
+    pub fn outputs(&self, status: &Status) -> Result<Vec<TensorHandle>> {
+        self.finished(status, |outputs| {
+            outputs.iter().map(|handle| handle.share(status)).collect()
+        })
+    }
+
+    /// `take` applied to the outputs once the job is done (run here if nobody started it).
+    fn finished<T>(
+        &self,
+        status: &Status,
+        take: impl FnOnce(&[TensorHandle]) -> Result<T>,
+    ) -> Result<T> {
         self.run_if_queued(status);
         let state = self
             .finished
             .wait_while(self.lock(), |state| matches!(state, JobState::Running))
             .unwrap_or_else(|p| p.into_inner());
         match &*state {
-            JobState::Done(Ok(outputs)) => outputs
-                .get(output)
-                .ok_or_else(|| Error::Invalid(format!("the graph run has no output {output}")))?
-                .share(status),
+            JobState::Done(Ok(outputs)) => take(outputs),
             JobState::Done(Err(err)) => Err(err.clone()),
-            _ => Err(Error::Invalid("the graph run did not finish".into())),
+            _ => Err(Error::Invalid("the job did not finish".into())),
         }
     }
 
@@ -136,6 +160,9 @@ pub struct Executor {
     completions: Arc<Completions>,
     /// Jobs made; `stats().backgroundRuns`.
     pub jobs_made: u64,
+    /// Jobs JS refers to by number (`hold`) until it takes their outputs.
+    held: HashMap<u32, Arc<Job>>,
+    next_ticket: u32,
 }
 
 impl Executor {
@@ -149,6 +176,8 @@ impl Executor {
             thread: None,
             completions,
             jobs_made: 0,
+            held: HashMap::new(),
+            next_ticket: 0,
         })
     }
 
@@ -178,6 +207,27 @@ impl Executor {
         Ok(job)
     }
 
+    /// A number JS gives back to `held` or `release` to get `job`.
+    pub fn hold(&mut self, job: Arc<Job>) -> u32 {
+        self.next_ticket = self.next_ticket.wrapping_add(1);
+        self.held.insert(self.next_ticket, job);
+        self.next_ticket
+    }
+
+    pub fn held(&self, ticket: u32) -> Result<Arc<Job>> {
+        self.held
+            .get(&ticket)
+            .cloned()
+            .ok_or_else(|| unknown_ticket(ticket))
+    }
+
+    /// Forgets `ticket`, returning its job.
+    pub fn release(&mut self, ticket: u32) -> Result<Arc<Job>> {
+        self.held
+            .remove(&ticket)
+            .ok_or_else(|| unknown_ticket(ticket))
+    }
+
     /// A promise resolved (with `undefined`) on the JS thread once `job` is done.
     pub fn when_done(&self, js: Js, job: Arc<Job>) -> Result<Value> {
         self.completions.wait_for(js, job)
@@ -192,6 +242,7 @@ impl Executor {
             queue.stopping = true;
             queue.jobs.clear();
         }
+        self.held.clear();
         ready.notify_all();
         if let Some(thread) = self.thread.take() {
             // A job's panic was already reported by the thread; nothing is left to clean up.
@@ -201,6 +252,10 @@ impl Executor {
             wakeup.close();
         }
     }
+}
+
+fn unknown_ticket(ticket: u32) -> Error {
+    Error::Invalid(format!("job {ticket} is unknown or its outputs were taken"))
 }
 
 /// The executor thread: runs queued jobs in order until the env shuts down.

@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 use std::ffi::CString;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::tf::session::Session;
@@ -10,7 +11,8 @@ use crate::tf::status::Status;
 
 struct Entry {
     key: (PathBuf, Vec<String>),
-    session: Session,
+    /// Shared with executor jobs running it.
+    session: Arc<Session>,
     /// Models (JS `TFSavedModel`s) using the session; it closes when the last one is deleted.
     refs: u32,
 }
@@ -62,14 +64,14 @@ impl SavedModels {
             self.next_id,
             Entry {
                 key,
-                session,
+                session: Arc::new(session),
                 refs: 1,
             },
         );
         Ok(self.next_id)
     }
 
-    pub fn get(&self, id: u64) -> Result<&Session> {
+    pub fn get(&self, id: u64) -> Result<&Arc<Session>> {
         self.entries
             .get(&id)
             .map(|e| &e.session)

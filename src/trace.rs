@@ -343,10 +343,9 @@ fn run_in_background(
         }
     }
     drop(inputs);
-    let job = state.executor.submit(Work {
-        graph: graph.clone(),
-        feeds,
-    })?;
+    let job = state
+        .executor
+        .submit(Work::graph_run(graph.clone(), feeds))?;
     let mut at = 0;
     for (k, spec) in specs.iter().enumerate() {
         let id = state.tensors.insert_pending(job.clone(), k, spec.clone());
@@ -793,10 +792,9 @@ fn run_compiled(
             .iter()
             .map(|handle| Ok(Input::Ready(handle.share(&state.status)?)))
             .collect::<Result<Vec<_>>>()?;
-        let job = state.executor.submit(Work {
-            graph: graph.clone(),
-            feeds,
-        })?;
+        let job = state
+            .executor
+            .submit(Work::graph_run(graph.clone(), feeds))?;
         // The run is all deferred: depth `d` is the run's `d`th trie node, which knows the shapes.
         let live = compiled.live.clone();
         for (k, (&id, &(depth, output))) in live_ids.iter().zip(&live).enumerate() {

@@ -412,17 +412,30 @@ class TFSavedModel {
 
   /** Runs the session on `tensors` (for input `keys`); `names` label the outputs in errors. */
   run(keys, tensors, outputNames, names, config) {
+    const b = tensorflowBackend('TFSavedModel');
+    const outs = this.withFeeds(b, keys, tensors, (ids, inputNames) =>
+      b.runSavedModel(this.sessionId, ids, inputNames, outputNames));
+    return wrapOutputs(b, outs, names, int64Option(config));
+  }
+
+  /** `run` on the binding's executor thread: the JS thread is free until the outputs exist. */
+  async runInBackground(keys, tensors, outputNames, names, config) {
     const int64 = int64Option(config);
     const b = tensorflowBackend('TFSavedModel');
+    const job = this.withFeeds(b, keys, tensors, (ids, inputNames) =>
+      b.binding.runSavedModelInBackground(this.sessionId, ids, inputNames, outputNames));
+    await b.binding.whenJobDone(job);
+    return wrapOutputs(b, b.binding.takeJobOutputs(job), names, int64);
+  }
+
+  /** `start(ids, inputNames)` on native ids of `tensors`; ids made for the call freed after. */
+  withFeeds(b, keys, tensors, start) {
     const feeds = [];
     try {
       for (let i = 0; i < keys.length; i++) {
         feeds.push(feedId(b, tensors[i], keys[i], this.signature.inputs[keys[i]]));
       }
-      const outs = b.runSavedModel(
-          this.sessionId, feeds.map((f) => f.id),
-          keys.map((k) => this.signature.inputs[k].name), outputNames);
-      return wrapOutputs(b, outs, names, int64);
+      return start(feeds.map((f) => f.id), keys.map((k) => this.signature.inputs[k].name));
     } finally {
       for (const f of feeds) if (f.temp) b.free(f.id);
     }
@@ -439,6 +452,24 @@ class TFSavedModel {
     const outKeys = Object.keys(this.signature.outputs);
     const result = this.run(keys, tensors, outKeys.map((k) => this.signature.outputs[k].name),
                             outKeys, config);
+    return this.shapeResult(inputs, outKeys, result);
+  }
+
+  /**
+   * `predict` without holding the JS thread: the session runs on the binding's executor thread
+   * (inputs still being computed there are waited for there), and the promise resolves with
+   * the same result. TF's errors of the run reject it.
+   */
+  async predictAsync(inputs, config) {
+    const [keys, tensors] = this.collectInputs(inputs);
+    const outKeys = Object.keys(this.signature.outputs);
+    const result = await this.runInBackground(
+        keys, tensors, outKeys.map((k) => this.signature.outputs[k].name), outKeys, config);
+    return this.shapeResult(inputs, outKeys, result);
+  }
+
+  /** predict()'s result for `inputs`: one tensor, an array, or an object by output key. */
+  shapeResult(inputs, outKeys, result) {
     if (isSingleInput(inputs)) return result.length === 1 ? result[0] : result;
     if (Array.isArray(inputs)) return result;
     const map = {};

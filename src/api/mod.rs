@@ -5,6 +5,7 @@ mod attrs;
 mod calls;
 mod execute;
 mod info;
+mod jobs;
 mod libraries;
 mod op_defs;
 mod saved_model;

@@ -11,10 +11,13 @@ use super::execute::outputs_to_js;
 use super::js_call;
 use crate::env_state::EnvState;
 use crate::error::{Error, Result};
+use crate::executor::Work;
 use crate::js::{Js, Value};
-use crate::tf::dtype::DType;
+use crate::tf::dtype::{DType, DTYPES};
 use crate::tf::handle::TensorHandle;
 use crate::tf::session::{Port, Session};
+use crate::tf::status::Status;
+use crate::tf::tensor::Tensor;
 
 /// Inputs and outputs beyond this are a caller's mistake.
 const MAX_TENSORS: u32 = 4096;
@@ -67,63 +70,136 @@ pub fn run_saved_model(
 ) -> napi::Result<Unknown<'static>> {
     js_call(&env, |js| {
         let state = EnvState::get(js)?;
-        let session_id = args::tensor_id(js, id.raw(), "id")?;
+        let run = RunRequest::read(js, id, input_ids, input_names, output_names)?;
+        for &tid in &run.ids {
+            state.settle(tid)?;
+        }
+        let session = state.saved_models.get(run.session)?;
+        let status = &state.status;
+        let mut feeds = Vec::with_capacity(run.ids.len());
+        for (&tid, name) in run.ids.iter().zip(&run.inputs) {
+            let handle = state
+                .tensors
+                .handle(tid)
+                .map_err(|e| e.context(&format!("input '{name}'")))?;
+            let port = lookup(session, name, "input")?;
+            check_input(session, port, dtype_code(handle.dtype()), name)?;
+            feeds.push((port, handle.resolve(status)?));
+        }
+        let handles = run_session(session, &feeds, &run.outputs, status)?;
+        drop(feeds);
+        Ok(js.to_unknown(outputs_to_js(js, state, handles)?))
+    })
+}
+
+/// `runSavedModel` as an executor job (`crate::executor`), on inputs computed or still being
+/// computed: returns the job's number for `whenJobDone` and `takeJobOutputs`. Inputs and names
+/// are checked here; TF's errors of the run come from `takeJobOutputs`.
+#[napi_derive::napi(js_name = "runSavedModelInBackground")]
+pub fn run_saved_model_in_background(
+    env: Env,
+    id: Unknown,
+    input_ids: Unknown,
+    input_names: Unknown,
+    output_names: Unknown,
+) -> napi::Result<u32> {
+    js_call(&env, |js| {
+        let state = EnvState::get(js)?;
+        let run = RunRequest::read(js, id, input_ids, input_names, output_names)?;
+        let session = state.saved_models.get(run.session)?.clone();
+        let mut inputs = Vec::with_capacity(run.ids.len());
+        for (&tid, name) in run.ids.iter().zip(run.inputs) {
+            state.settle_in_background(tid)?;
+            let spec = state
+                .tensors
+                .spec(tid, &state.status)
+                .map_err(|e| e.context(&format!("input '{name}'")))?;
+            let port = lookup(&session, &name, "input")?;
+            check_input(&session, port, DTYPES[spec.dtype].tf as i32, &name)?;
+            inputs.push((name, state.tensors.job_input(tid, &state.status)?));
+        }
+        for name in &run.outputs {
+            lookup(&session, name, "output")?;
+        }
+        let outputs = run.outputs;
+        let work = Work::new(move |status| {
+            let mut feeds = Vec::with_capacity(inputs.len());
+            for (name, input) in &inputs {
+                let tensor = input.resolve(status)?.resolve(status)?;
+                feeds.push((lookup(&session, name, "input")?, tensor));
+            }
+            run_session(&session, &feeds, &outputs, status)
+        });
+        let job = state.executor.submit(work)?;
+        Ok(state.executor.hold(job))
+    })
+}
+
+/// What a run was asked for: the session, input ids and graph tensor names, output names.
+struct RunRequest {
+    session: u64,
+    ids: Vec<u64>,
+    inputs: Vec<String>,
+    outputs: Vec<String>,
+}
+
+impl RunRequest {
+    fn read(
+        js: Js,
+        id: Unknown,
+        input_ids: Unknown,
+        input_names: Unknown,
+        output_names: Unknown,
+    ) -> Result<RunRequest> {
+        let session = args::tensor_id(js, id.raw(), "id")?;
         let ids = id_list(js, input_ids.raw())?;
-        let in_names = strings(js, input_names.raw(), "inputNames")?;
-        let out_names = strings(js, output_names.raw(), "outputNames")?;
-        if ids.len() != in_names.len() {
+        let inputs = strings(js, input_names.raw(), "inputNames")?;
+        let outputs = strings(js, output_names.raw(), "outputNames")?;
+        if ids.len() != inputs.len() {
             return Err(Error::Range(format!(
                 "runSavedModel: {} input ids but {} input names",
                 ids.len(),
-                in_names.len()
+                inputs.len()
             )));
         }
-        if out_names.is_empty() {
+        if outputs.is_empty() {
             return Err(Error::Invalid(
                 "runSavedModel: outputNames must name at least one output".into(),
             ));
         }
-        for &tid in &ids {
-            state.settle(tid)?;
-        }
-        let session = state.saved_models.get(session_id)?;
-        let status = &state.status;
-
-        let mut tensors = Vec::with_capacity(ids.len());
-        for (i, &tid) in ids.iter().enumerate() {
-            let handle = state
-                .tensors
-                .handle(tid)
-                .map_err(|e| e.context(&format!("input '{}'", in_names[i])))?;
-            tensors.push(handle);
-        }
-        let mut feeds = Vec::with_capacity(ids.len());
-        for (i, name) in in_names.iter().enumerate() {
-            if in_names[..i].contains(name) {
+        for (i, name) in inputs.iter().enumerate() {
+            if inputs[..i].contains(name) {
                 return Err(Error::Invalid(format!("input '{name}' is given twice")));
             }
-            let port = lookup(session, name, "input")?;
-            check_input(session, port, tensors[i], name)?;
-            feeds.push((port, tensors[i].resolve(status)?));
         }
-        let fetches = out_names
-            .iter()
-            .map(|name| lookup(session, name, "output"))
-            .collect::<Result<Vec<_>>>()?;
-        let inputs: Vec<(Port, &_)> = feeds.iter().map(|(p, t)| (*p, t)).collect();
-        let results = session
-            .run(&inputs, &fetches, status)
-            .map_err(|e| e.context("runSavedModel"))?;
-        drop(inputs);
-        drop(feeds);
+        Ok(RunRequest {
+            session,
+            ids,
+            inputs,
+            outputs,
+        })
+    }
+}
 
-        let handles = results
-            .iter()
-            .map(|t| TensorHandle::from_tensor(t, status))
-            .collect::<Result<Vec<_>>>()?;
-        drop(results);
-        Ok(js.to_unknown(outputs_to_js(js, state, handles)?))
-    })
+/// Runs `session` on `feeds`, fetching the tensors named `outputs`.
+fn run_session(
+    session: &Session,
+    feeds: &[(Port<'_>, Tensor)],
+    outputs: &[String],
+    status: &Status,
+) -> Result<Vec<TensorHandle>> {
+    let fetches = outputs
+        .iter()
+        .map(|name| lookup(session, name, "output"))
+        .collect::<Result<Vec<_>>>()?;
+    let inputs: Vec<(Port, &Tensor)> = feeds.iter().map(|(p, t)| (*p, t)).collect();
+    let results = session
+        .run(&inputs, &fetches, status)
+        .map_err(|e| e.context("runSavedModel"))?;
+    results
+        .iter()
+        .map(|t| TensorHandle::from_tensor(t, status))
+        .collect()
 }
 
 fn string(js: Js, value: Value, buf: &mut Vec<u8>, what: &str) -> Result<String> {
@@ -184,12 +260,14 @@ fn dtype_label(code: i32) -> String {
     DType::from_tf_code(code).map_or_else(|| format!("TF dtype {code}"), |d| d.name.to_string())
 }
 
-fn check_input(session: &Session, port: Port<'_>, handle: &TensorHandle, name: &str) -> Result<()> {
+/// The TF code of a handle's dtype, known to the binding or not.
+fn dtype_code(dtype: std::result::Result<DType, i32>) -> i32 {
+    dtype.map_or_else(|code| code, |d| d.tf as i32)
+}
+
+/// Refuses an input of another dtype (TF code `got`) than the graph's tensor `port`.
+fn check_input(session: &Session, port: Port<'_>, got: i32, name: &str) -> Result<()> {
     let want = session.port_dtype(port);
-    let got = match handle.dtype() {
-        Ok(d) => d.tf as i32,
-        Err(code) => code,
-    };
     if want != got {
         return Err(Error::Type(format!(
             "input '{name}' must be a {} tensor, got {}",

@@ -176,27 +176,6 @@ pub fn tensor_data_sync(
     })
 }
 
-/// `null` when tensor `id` holds its values (or fails at once on a read); else a promise that
-/// resolves once it does, while the work computing it runs on the executor thread (a deferred
-/// run it comes from is started there). A read after that does not wait.
-#[napi_derive::napi(
-    js_name = "whenReady",
-    ts_args_type = "id: number",
-    ts_return_type = "Promise<void> | null"
-)]
-pub fn when_ready(env: Env, id: Unknown) -> napi::Result<Unknown<'static>> {
-    js_call(&env, |js| {
-        let state = EnvState::get(js)?;
-        let id = args::tensor_id(js, id.raw(), "id")?;
-        state.settle_in_background(id)?;
-        let value = match state.tensors.pending_job(id) {
-            Some(job) if !job.is_done() => state.executor.when_done(js, job)?,
-            _ => js.null()?,
-        };
-        Ok(js.to_unknown(value))
-    })
-}
-
 /// A new tensor id for the tensor's buffer under another shape, without running an op or
 /// copying: what a tfjs reshape is. Numeric dtypes only (strings take TF's Reshape op).
 #[napi_derive::napi(

@@ -108,10 +108,7 @@ impl CallGraph {
         for handle in &self.fixed {
             feeds.push(Input::Ready(handle.share(status)?));
         }
-        Ok(Work {
-            graph: self.graph.clone(),
-            feeds,
-        })
+        Ok(Work::graph_run(self.graph.clone(), feeds))
     }
 
     fn check_fed(&self, count: usize) -> Result<()> {

@@ -80,9 +80,8 @@ pub struct CompiledGraph {
     static_outputs: Option<Vec<OutputSpec>>,
 }
 
-// SAFETY: after `build` the graph is only read, and TF_SessionRun may be called from any thread,
-// several at once; the session and graph are deleted once, by whichever thread drops the last
-// reference.
+// SAFETY: the session is Send and Sync; the node outputs are plain pointers into its graph,
+// which is only read after `build`.
 unsafe impl Send for CompiledGraph {}
 // SAFETY: as above: shared use is only `run` and reads of fields set in `build`.
 unsafe impl Sync for CompiledGraph {}

@@ -29,6 +29,13 @@ pub struct Session {
     graph: Graph,
 }
 
+// SAFETY: TF_SessionRun may be called from any thread, several at once; the graph is only read
+// after the session is made (SavedModels are loaded whole, built graphs are finished before
+// they are shared); session and graph are deleted once, by whoever drops the Session.
+unsafe impl Send for Session {}
+// SAFETY: as above: shared use is `run` and lookups, which TF allows concurrently.
+unsafe impl Sync for Session {}
+
 /// One output of a graph operation (`op:index`), borrowed from its session's graph.
 #[derive(Clone, Copy)]
 pub struct Port<'a> {

@@ -1,0 +1,63 @@
+//! `whenReady`, `whenJobDone`, `takeJobOutputs`: waiting for executor jobs (`crate::executor`)
+//! without holding the JS thread.
+
+use napi::bindgen_prelude::{Env, Unknown};
+use napi::JsValue;
+
+use super::args;
+use super::execute::outputs_to_js;
+use super::js_call;
+use crate::env_state::EnvState;
+
+/// `null` when tensor `id` holds its values (or fails at once on a read); else a promise that
+/// resolves once it does, while the work computing it runs on the executor thread (a deferred
+/// run it comes from is started there). A read after that does not wait.
+#[napi_derive::napi(
+    js_name = "whenReady",
+    ts_args_type = "id: number",
+    ts_return_type = "Promise<void> | null"
+)]
+pub fn when_ready(env: Env, id: Unknown) -> napi::Result<Unknown<'static>> {
+    js_call(&env, |js| {
+        let state = EnvState::get(js)?;
+        let id = args::tensor_id(js, id.raw(), "id")?;
+        state.settle_in_background(id)?;
+        let value = match state.tensors.pending_job(id) {
+            Some(job) if !job.is_done() => state.executor.when_done(js, job)?,
+            _ => js.null()?,
+        };
+        Ok(js.to_unknown(value))
+    })
+}
+
+/// A promise that resolves (never rejects) once job `job` (a number from
+/// `runSavedModelInBackground`) is done.
+#[napi_derive::napi(
+    js_name = "whenJobDone",
+    ts_args_type = "job: number",
+    ts_return_type = "Promise<void>"
+)]
+pub fn when_job_done(env: Env, job: u32) -> napi::Result<Unknown<'static>> {
+    js_call(&env, |js| {
+        let state = EnvState::get(js)?;
+        let job = state.executor.held(job)?;
+        let promise = state.executor.when_done(js, job)?;
+        Ok(js.to_unknown(promise))
+    })
+}
+
+/// The outputs of job `job` as `[{id, shape, dtype}]` (waiting for it when it is not done),
+/// or TF's error of its run; the number is forgotten either way.
+#[napi_derive::napi(
+    js_name = "takeJobOutputs",
+    ts_args_type = "job: number",
+    ts_return_type = "TensorInfo[]"
+)]
+pub fn take_job_outputs(env: Env, job: u32) -> napi::Result<Unknown<'static>> {
+    js_call(&env, |js| {
+        let state = EnvState::get(js)?;
+        let job = state.executor.release(job)?;
+        let outputs = job.outputs(&state.status)?;
+        Ok(js.to_unknown(outputs_to_js(js, state, outputs)?))
+    })
+}
