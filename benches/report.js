@@ -158,6 +158,20 @@ function targets(results) {
         `${cases.length - slow.length}/${cases.length}`, 'ratio ≥ 1.0 on each', slow.length === 0,
         cases.map((c) => `${c.name} ${f2(c.r)}`).join(', '));
   }
+  const serving = results.serving && results.serving.backends;
+  const mine = serving && serving[P];
+  if (mine && !mine.error) {
+    add('serving: event-loop delay max under load', `${f2(mine.loopDelayMs.max)} ms`, '< 50 ms',
+        mine.loopDelayMs.max < 50);
+    add('serving: event-loop delay p99 under load', `${f2(mine.loopDelayMs.p99)} ms`, '< 10 ms',
+        mine.loopDelayMs.p99 < 10);
+    const peer = serving['tfjs-node'];
+    if (peer && !peer.error) {
+      add('serving: requests per second vs tfjs-node',
+          `${f2(mine.requestsPerSecond)} vs ${f2(peer.requestsPerSecond)}`, '≥ tfjs-node\'s',
+          mine.requestsPerSecond >= peer.requestsPerSecond);
+    }
+  }
   const al = results.rss && results.rss[`${P}/aligned`];
   if (al && al.peakDeltaMB != null) {
     add('peak RSS added by a 400 MB tensor in aligned memory', `${al.peakDeltaMB.toFixed(0)} MB`,
@@ -388,6 +402,28 @@ function clientsTable(results) {
           header, rows};
 }
 
+function servingTable(s) {
+  const header = ['backend', 'loop delay p50 ms', 'p99', 'max', 'latency p50 ms', 'p99',
+                  'req/s', 'JS busy ms/req', 'pings answered'];
+  const rows = Object.entries(s.backends || {}).map(([b, r]) => r.error ?
+    [b, `error: ${r.error.split('\n')[0].slice(0, 80)}`, '', '', '', '', '', '', ''] :
+    [b, fmtMs(r.loopDelayMs.p50), fmtMs(r.loopDelayMs.p99), fmtMs(r.loopDelayMs.max),
+     fmtMs(r.latencyMs.p50), fmtMs(r.latencyMs.p99), r.requestsPerSecond.toFixed(0),
+     fmtMs(r.busyMsPerRequest), String(r.pingMs.count)]);
+  return {title: `Serving (benches/serving.js): ${s.model} behind node:http, ${s.clients} ` +
+                 `concurrent clients for ${s.seconds} s per backend after ${s.warmupSeconds} s ` +
+                 'of warm-up, /ping polled every 5 ms; event-loop delay of the server\'s ' +
+                 'thread, latency seen by the clients, JS busy time = event-loop utilization × ' +
+                 'wall time / requests',
+          header, rows};
+}
+
+/** The serving table as text (`benches/serving.js` prints it too). */
+function servingText(serving) {
+  const t = servingTable(serving);
+  return t.title + '\n' + table(t.header, t.rows);
+}
+
 function targetRows(results) {
   return results.targets.map((t) => [t.name, t.goal, t.value, t.met ? 'met' : 'NOT met',
                                      t.detail || '']);
@@ -414,6 +450,7 @@ function text(results) {
     const t = clientsTable(results);
     parts.push(t.title + '\n' + table(t.header, t.rows));
   }
+  if (results.serving && results.serving.backends) parts.push(servingText(results.serving));
   if (results.targets.length) {
     parts.push('Targets\n' + table(['target', 'goal', 'measured', '', 'detail'],
                                    targetRows(results), 'llrll'));
@@ -517,6 +554,10 @@ function markdown(results) {
     const t = clientsTable(results);
     lines.push('## Real client libraries', '', t.title + '.', '', mdTable(t.header, t.rows), '');
   }
+  if (results.serving && results.serving.backends) {
+    const t = servingTable(results.serving);
+    lines.push('## Serving', '', t.title + '.', '', mdTable(t.header, t.rows, 1), '');
+  }
   if (results.targets.length) {
     lines.push('## Targets', '', mdTable(['target', 'goal', 'measured', '', 'detail'],
                                          targetRows(results), 1), '');
@@ -602,4 +643,4 @@ function svg(results) {
   return o.join('\n') + '\n';
 }
 
-module.exports = {derive, text, markdown, svg};
+module.exports = {derive, text, markdown, svg, servingText};

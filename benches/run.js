@@ -42,7 +42,7 @@ const TFJS_BACKENDS = ALL_BACKENDS.filter((b) => b !== 'keras');
 const PREDICT_CALLS = 20;
 const FIT_EPOCHS = 10;
 const QUICK_MODELS = ['dense-tiny', 'convolutional-1filters', 'rnn-SimpleRNN', 'graph-model'];
-const GROUPS = ['models', 'micro', 'rss', 'clients'];
+const GROUPS = ['models', 'micro', 'rss', 'clients', 'serving'];
 
 function parseArgs(argv) {
   const o = {quick: false, write: false};
@@ -486,6 +486,10 @@ function main() {
   if (opts.only.includes('clients') && tfjsBackends.length) {
     console.log('\nreal client libraries (ms per call, first and steady state):');
     runClients(opts, tfjsBackends, results);
+  }
+  if (opts.only.includes('serving') && tfjsBackends.length) {
+    console.log('\nserving: an HTTP server predicting per request under load (benches/serving.js):');
+    require('./serving').runServing(opts, tfjsBackends.filter((b) => b !== 'cpu'), results);
   }
   results.seconds = Math.round((Date.now() - started) / 1000);
   report.derive(results);

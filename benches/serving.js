@@ -20,6 +20,8 @@ const {monitorEventLoopDelay, performance} = require('perf_hooks');
 const BATCH = 16;
 const IMAGE = [28, 28, 1];
 const PING_EVERY_MS = 5;
+/** A request not answered by then counts as an error (a server that stalls that long fails). */
+const REQUEST_TIMEOUT_MS = 60000;
 
 // ---------------------------------------------------------------- the server (child process)
 
@@ -103,14 +105,18 @@ async function serverMain(backend) {
 
 // ---------------------------------------------------------------- the load (this process)
 
+/** GETs `route`; rejects on an error status, a broken connection or after `REQUEST_TIMEOUT_MS`. */
 function get(agent, port, route) {
   return new Promise((resolve, reject) => {
     const req = http.get({host: '127.0.0.1', port, path: route, agent}, (res) => {
       let body = '';
       res.setEncoding('utf8');
       res.on('data', (c) => (body += c));
+      res.on('error', reject);
+      res.on('aborted', () => reject(new Error('response aborted')));
       res.on('end', () => (res.statusCode === 200 ? resolve(body) : reject(new Error(body))));
     });
+    req.setTimeout(REQUEST_TIMEOUT_MS, () => req.destroy(new Error(`${route} timed out`)));
     req.on('error', reject);
   });
 }
@@ -145,31 +151,42 @@ async function load(port, {clients, seconds, warmupSeconds}) {
   const pinger = async () => {
     while (phase !== 'done') {
       const t = performance.now();
-      await get(pingAgent, port, '/ping');
-      if (phase === 'measure') pings.push(performance.now() - t);
+      try {
+        await get(pingAgent, port, '/ping');
+        if (phase === 'measure') pings.push(performance.now() - t);
+      } catch (e) {
+        errors++;
+        firstError = firstError || e.message;
+      }
       const wait = PING_EVERY_MS - (performance.now() - t);
       if (wait > 0) await new Promise((r) => setTimeout(r, wait));
     }
   };
   const loops = [...Array(clients)].map(loop).concat([pinger()]);
-  await new Promise((r) => setTimeout(r, warmupSeconds * 1000));
-  await get(pingAgent, port, '/start');
-  phase = 'measure';
-  const t0 = performance.now();
-  await new Promise((r) => setTimeout(r, seconds * 1000));
-  phase = 'done';
-  const wallS = (performance.now() - t0) / 1000;
-  const server = JSON.parse(await get(pingAgent, port, '/stop'));
-  await Promise.all(loops);
-  agent.destroy();
-  pingAgent.destroy();
+  let wallS;
+  let server;
+  try {
+    await new Promise((r) => setTimeout(r, warmupSeconds * 1000));
+    await get(pingAgent, port, '/start');
+    phase = 'measure';
+    const t0 = performance.now();
+    await new Promise((r) => setTimeout(r, seconds * 1000));
+    phase = 'done';
+    wallS = (performance.now() - t0) / 1000;
+    server = JSON.parse(await get(pingAgent, port, '/stop'));
+  } finally {
+    phase = 'done';
+    await Promise.all(loops);
+    agent.destroy();
+    pingAgent.destroy();
+  }
   latencies.sort((a, b) => a - b);
   pings.sort((a, b) => a - b);
   return {
     clients, seconds: wallS,
     requestsPerSecond: latencies.length / wallS,
     latencyMs: {p50: percentile(latencies, 50), p99: percentile(latencies, 99)},
-    pingMs: {count: pings.length, p50: percentile(pings, 50), max: pings[pings.length - 1]},
+    pingMs: {count: pings.length, p50: percentile(pings, 50), max: percentile(pings, 100)},
     errors, firstError, ...server,
   };
 }
@@ -215,20 +232,9 @@ function runServing(opts, backends, results) {
   } catch (e) {
     results.serving = {error: (r.stderr || r.stdout || '').slice(-2000)};
   }
-  console.log(table(results.serving));
+  console.log(results.serving.error ? `  serving: ${results.serving.error}` :
+    require('./report').servingText(results.serving));
 }
-
-function table(serving) {
-  if (serving.error || !serving.backends) return `  serving: ${serving.error}`;
-  const rows = Object.entries(serving.backends).map(([b, r]) => r.error ? `  ${b}: ${r.error}` :
-    `  ${b.padEnd(11)} loop delay p50/p99/max ${fmt(r.loopDelayMs.p50)}/${fmt(r.loopDelayMs.p99)}/` +
-    `${fmt(r.loopDelayMs.max)} ms  latency p50/p99 ${fmt(r.latencyMs.p50)}/${fmt(r.latencyMs.p99)} ms  ` +
-    `${fmt(r.requestsPerSecond)} req/s  JS busy ${fmt(r.busyMsPerRequest)} ms/request  ` +
-    `pings ${r.pingMs.count}`);
-  return [`  ${serving.clients} clients, ${serving.seconds} s per backend:`, ...rows].join('\n');
-}
-
-const fmt = (x) => (x == null ? '—' : x >= 100 ? x.toFixed(0) : x >= 10 ? x.toFixed(1) : x.toFixed(2));
 
 async function main() {
   const opts = {};
@@ -243,7 +249,7 @@ async function main() {
   const serving = {...options, model: `convnet, batch ${BATCH}`,
                    backends: await measure(backends, options)};
   if (opts.json) console.log(JSON.stringify(serving));
-  else console.log(table(serving));
+  else console.log(require('./report').servingText(serving));
 }
 
 if (require.main === module) {
@@ -253,4 +259,4 @@ if (require.main === module) {
   });
 }
 
-module.exports = {serve, startServer, load, runServing, table, convnet};
+module.exports = {serve, startServer, load, runServing, convnet};
