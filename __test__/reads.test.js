@@ -47,7 +47,8 @@ test('1000 reads of 4 MB results in one synchronous loop stay under 1 GB peak RS
       });
   assert.equal(r.check, 500500);  // sum of (1 + i)
   assert.ok(r.peak < 1024, `peak RSS ${r.peak.toFixed(0)} MB (start ${r.start.toFixed(0)} MB)`);
-  assert.ok(r.end - r.start < 400, `RSS grew ${(r.end - r.start).toFixed(0)} MB`);
+  // Views of up to 512 MiB (sharing.rs's budget) may still be uncollected at the end.
+  assert.ok(r.end - r.start < 600, `RSS grew ${(r.end - r.start).toFixed(0)} MB`);
 });
 
 test('300k create/add/read/dispose cycles of small tensors keep RSS flat', () => {

@@ -48,19 +48,10 @@ const MIN_COMPILED_LENGTH: usize = 8;
 /// 1024x1024 matMul takes ~30 ms here) runs on the executor rather than the JS thread.
 const HEAVY_INPUT_ELEMENTS: i64 = 1 << 20;
 
-/// Where an input of a recorded op comes from.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-enum InputRef {
-    /// Output `output` of the run's op at `depth`.
-    Node { depth: u32, output: u32 },
-    /// The run's `n`th distinct tensor from outside it.
-    External(u32),
-}
-
 /// An input as the trie keys it: a tensor from outside the run is described at its first use.
 #[derive(PartialEq, Eq, Hash)]
 enum InputKey {
-    Seen(InputRef),
+    Seen(Ref),
     New {
         dtype: usize,
         dims: Vec<i64>,
@@ -85,7 +76,7 @@ struct Compiled {
 /// An op of a run, the same every time the run is seen.
 struct TrieNode {
     plan: u32,
-    inputs: Box<[InputRef]>,
+    inputs: Box<[Ref]>,
     outputs: Box<[OutputSpec]>,
     /// Times a run ended here.
     ends: u32,
@@ -119,7 +110,7 @@ struct Run {
     /// Trie node of each op so far, by depth.
     nodes: Vec<u32>,
     /// Ids of the run's outputs and of the outside tensors it uses.
-    by_id: HashMap<u64, InputRef, BuildHasherDefault<IdHasher>>,
+    by_id: HashMap<u64, Ref, BuildHasherDefault<IdHasher>>,
     externals: Vec<TensorHandle>,
     /// Ops not run yet: the last `deferred.len()` of `nodes`.
     deferred: Vec<DeferredOp>,
@@ -192,7 +183,7 @@ impl Tracer {
     pub fn produced(&self, id: u64) -> bool {
         self.run
             .as_ref()
-            .is_some_and(|run| matches!(run.by_id.get(&id), Some(InputRef::Node { .. })))
+            .is_some_and(|run| matches!(run.by_id.get(&id), Some(Ref::Node { .. })))
     }
 
     /// Drops the run without running it (env shutdown).
@@ -385,18 +376,24 @@ fn classify(state: &EnvState, plan: u32, ids: &[u64]) -> Result<Step> {
     for &id in ids {
         let seen = run.and_then(|r| r.by_id.get(&id).copied());
         match seen {
-            Some(InputRef::Node { depth, output }) => {
+            Some(Ref::Node {
+                index: depth,
+                output,
+            }) => {
                 let node = &tracer.trie[run.map_or(ROOT, |r| r.nodes[depth as usize]) as usize];
                 if DTYPES[node.outputs[output as usize].dtype].is_integer() {
                     return Ok(Step::Eager);
                 }
-                inputs.push(InputKey::Seen(InputRef::Node { depth, output }));
+                inputs.push(InputKey::Seen(Ref::Node {
+                    index: depth,
+                    output,
+                }));
             }
             Some(external) => inputs.push(InputKey::Seen(external)),
             None => {
                 if let Some(k) = new.iter().position(|&n| n == id) {
                     let ordinal = (known_externals + k) as u32;
-                    inputs.push(InputKey::Seen(InputRef::External(ordinal)));
+                    inputs.push(InputKey::Seen(Ref::Feed(ordinal)));
                     continue;
                 }
                 match describe_external(state.tensors.handle(id)?, &state.status)? {
@@ -468,8 +465,7 @@ fn adopt_externals(state: &mut EnvState, new: &[u64]) -> Result<()> {
     let run = state.tracer.run.get_or_insert_with(Run::new);
     for &id in new {
         let handle = state.tensors.handle(id)?.share(&state.status)?;
-        run.by_id
-            .insert(id, InputRef::External(run.externals.len() as u32));
+        run.by_id.insert(id, Ref::Feed(run.externals.len() as u32));
         run.externals.push(handle);
     }
     Ok(())
@@ -480,7 +476,7 @@ fn no_run() -> Error {
     Error::Invalid("no run is being recorded".into())
 }
 
-fn input_ref(run: &Run, id: u64) -> Result<InputRef> {
+fn input_ref(run: &Run, id: u64) -> Result<Ref> {
     run.by_id
         .get(&id)
         .copied()
@@ -511,14 +507,15 @@ fn defer(
     let mut sources = Vec::with_capacity(ids.len());
     for &id in ids {
         sources.push(match input_ref(run, id)? {
-            InputRef::External(k) => Source::External(k),
-            InputRef::Node { depth, output } if depth as usize >= first_deferred => {
-                Source::Deferred {
-                    index: depth - first_deferred as u32,
-                    output,
-                }
-            }
-            InputRef::Node { .. } => Source::Ready(state.tensors.handle(id)?.share(&state.status)?),
+            Ref::Feed(k) => Source::External(k),
+            Ref::Node {
+                index: depth,
+                output,
+            } if depth as usize >= first_deferred => Source::Deferred {
+                index: depth - first_deferred as u32,
+                output,
+            },
+            Ref::Node { .. } => Source::Ready(state.tensors.handle(id)?.share(&state.status)?),
         });
     }
     let node = &tracer.trie[child as usize];
@@ -529,8 +526,8 @@ fn defer(
         let id = state.tensors.insert_deferred(meta.byte_count());
         run.by_id.insert(
             id,
-            InputRef::Node {
-                depth,
+            Ref::Node {
+                index: depth,
                 output: j as u32,
             },
         );
@@ -632,8 +629,8 @@ fn extend_run(state: &mut EnvState, child: u32, count: u32) -> Result<()> {
     for j in 0..count as u64 {
         run.by_id.insert(
             last + 1 - count as u64 + j,
-            InputRef::Node {
-                depth,
+            Ref::Node {
+                index: depth,
                 output: j as u32,
             },
         );
@@ -841,7 +838,7 @@ fn compile(
             let trie_node = &tracer.trie[node as usize];
             NodeOp {
                 prepared: &plans[trie_node.plan as usize],
-                inputs: trie_node.inputs.iter().map(|&input| input.into()).collect(),
+                inputs: trie_node.inputs.to_vec(),
             }
         })
     });
@@ -855,18 +852,6 @@ fn compile(
     let graph = CompiledGraph::build(&feeds, steps, &fetches, &state.status)?;
     state.tracer.counters.compiled_runs += 1;
     Ok(graph)
-}
-
-impl From<InputRef> for Ref {
-    fn from(input: InputRef) -> Ref {
-        match input {
-            InputRef::External(k) => Ref::Feed(k),
-            InputRef::Node { depth, output } => Ref::Node {
-                index: depth,
-                output,
-            },
-        }
-    }
 }
 
 /// Forgets every learned run, with the sessions of the compiled ones.

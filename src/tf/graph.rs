@@ -132,8 +132,7 @@ impl NodeBuilder<'_> {
     }
 
     pub fn set_string_list(&mut self, name: &CStr, values: &[&[u8]]) {
-        let ptrs: Vec<*const std::ffi::c_void> = values.iter().map(|v| v.as_ptr().cast()).collect();
-        let lens: Vec<usize> = values.iter().map(|v| v.len()).collect();
+        let (ptrs, lens) = super::op::string_list(values);
         // SAFETY: both arrays have values.len() entries and outlive the call; TF copies the bytes.
         unsafe {
             sys::TF_SetAttrStringList(

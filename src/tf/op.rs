@@ -109,8 +109,7 @@ impl Op {
     }
 
     pub fn set_string_list(&mut self, name: &CStr, values: &[&[u8]]) {
-        let ptrs: Vec<*const c_void> = values.iter().map(|v| v.as_ptr().cast()).collect();
-        let lens: Vec<usize> = values.iter().map(|v| v.len()).collect();
+        let (ptrs, lens) = string_list(values);
         // SAFETY: both arrays have values.len() entries and outlive the call; TF copies the bytes.
         unsafe {
             sys::TFE_OpSetAttrStringList(
@@ -264,4 +263,11 @@ impl Drop for Op {
         // SAFETY: this Op owns the TFE_Op and deletes it once.
         unsafe { sys::TFE_DeleteOp(self.raw()) }
     }
+}
+
+/// The pointer and length arrays that TF's string-list attr setters take for `values`.
+pub(super) fn string_list(values: &[&[u8]]) -> (Vec<*const c_void>, Vec<usize>) {
+    let ptrs = values.iter().map(|v| v.as_ptr().cast()).collect();
+    let lens = values.iter().map(|v| v.len()).collect();
+    (ptrs, lens)
 }
