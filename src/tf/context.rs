@@ -1,15 +1,29 @@
 //! `TFE_Context`: one per N-API env, so each worker thread runs its own eager runtime.
 
-use std::ffi::CStr;
+use std::ffi::{CStr, CString};
 use std::ptr::NonNull;
 
 use tensorflow_sys as sys;
 
+use super::extern_decls::{TFE_ContextSetServerDefWithTimeout, TFE_EnableCollectiveOps};
 use super::signals::AsyncSignalsBlocked;
 use super::status::Status;
 use crate::error::{Error, Result};
 
-pub struct Context(NonNull<sys::TFE_Context>);
+pub struct Context {
+    raw: NonNull<sys::TFE_Context>,
+    /// The device every eager op of this context is placed on while a device scope is active
+    /// (`tf.node.withDevice`); `None`: TF places ops itself.
+    device_scope: Option<CString>,
+}
+
+/// One device the context can place ops on.
+pub struct DeviceInfo {
+    /// The full name, e.g. `/job:worker/replica:0/task:1/device:CPU:0`.
+    pub name: String,
+    /// `CPU`, `GPU`, ...
+    pub device_type: String,
+}
 
 impl Context {
     pub fn new(status: &Status) -> Result<Context> {
@@ -24,31 +38,100 @@ impl Context {
         };
         status.check()?;
         NonNull::new(raw)
-            .map(Context)
+            .map(|raw| Context {
+                raw,
+                device_scope: None,
+            })
             .ok_or_else(|| Error::Invalid("TFE_NewContext returned no context".into()))
     }
 
     pub(super) fn raw(&self) -> *mut sys::TFE_Context {
-        self.0.as_ptr()
+        self.raw.as_ptr()
     }
 
-    /// The device types the context can place ops on (`CPU`, `GPU`, ...).
-    pub fn device_types(&self, status: &Status) -> Result<Vec<String>> {
-        // SAFETY: the context is live; the list is read, then deleted once.
+    pub fn device_scope(&self) -> Option<&CStr> {
+        self.device_scope.as_deref()
+    }
+
+    pub fn set_device_scope(&mut self, device: Option<CString>) {
+        self.device_scope = device;
+    }
+
+    /// Makes the context a client of the cluster in `server_def` (a serialized
+    /// `tensorflow.ServerDef` naming this task too): ops can then be placed on the remote tasks'
+    /// devices. Fails when a task does not answer within `timeout_ms`.
+    pub fn set_server_def(
+        &self,
+        server_def: &[u8],
+        timeout_ms: i64,
+        status: &Status,
+    ) -> Result<()> {
+        // Servers the context starts get their threads here, as in `new`.
+        let _blocked = AsyncSignalsBlocked::new();
+        // SAFETY: the context is live and the bytes outlive the call (TF parses them). A keep-alive
+        // of 0 s: remote contexts stay until this one goes; existing remote contexts are cleared.
+        unsafe {
+            TFE_ContextSetServerDefWithTimeout(
+                self.raw(),
+                0,
+                server_def.as_ptr().cast(),
+                server_def.len(),
+                timeout_ms,
+                status.raw(),
+                true,
+            )
+        };
+        status.check()
+    }
+
+    /// Starts this task's server for `server_def` in the context, so collective ops can reach
+    /// the other tasks of the cluster (which do the same).
+    pub fn enable_collective_ops(&self, server_def: &[u8], status: &Status) -> Result<()> {
+        let _blocked = AsyncSignalsBlocked::new();
+        // SAFETY: the context is live and the bytes outlive the call (TF parses them).
+        unsafe {
+            TFE_EnableCollectiveOps(
+                self.raw(),
+                server_def.as_ptr().cast(),
+                server_def.len(),
+                status.raw(),
+            )
+        };
+        status.check()
+    }
+
+    /// The devices the context can place ops on: local ones, and remote ones once it is a
+    /// cluster's client.
+    pub fn devices(&self, status: &Status) -> Result<Vec<DeviceInfo>> {
+        // SAFETY: the context is live; the list is read, then deleted once; TF's strings are
+        // copied while the list lives.
         unsafe {
             let list = sys::TFE_ContextListDevices(self.raw(), status.raw());
             status.check()?;
             let count = sys::TF_DeviceListCount(list);
-            let mut types = Vec::with_capacity(count.max(0) as usize);
+            let mut devices = Vec::with_capacity(count.max(0) as usize);
             for i in 0..count {
-                let name = sys::TF_DeviceListType(list, i, status.raw());
-                if status.check().is_ok() && !name.is_null() {
-                    types.push(CStr::from_ptr(name).to_string_lossy().into_owned());
+                let name = sys::TF_DeviceListName(list, i, status.raw());
+                let device_type = sys::TF_DeviceListType(list, i, status.raw());
+                if status.check().is_ok() && !name.is_null() && !device_type.is_null() {
+                    devices.push(DeviceInfo {
+                        name: CStr::from_ptr(name).to_string_lossy().into_owned(),
+                        device_type: CStr::from_ptr(device_type).to_string_lossy().into_owned(),
+                    });
                 }
             }
             sys::TF_DeleteDeviceList(list);
-            Ok(types)
+            Ok(devices)
         }
+    }
+
+    /// The device types the context can place ops on (`CPU`, `GPU`, ...).
+    pub fn device_types(&self, status: &Status) -> Result<Vec<String>> {
+        Ok(self
+            .devices(status)?
+            .into_iter()
+            .map(|d| d.device_type)
+            .collect())
     }
 }
 
