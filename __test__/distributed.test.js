@@ -243,6 +243,23 @@ test('a worker that never joins: fit fails within its timeout', async () => {
   assert.ok(Date.now() - start < START_MS);
 });
 
+test('a worker that leaves mid-training: fit fails with TF\'s error within its timeout',
+     async () => {
+  const ports = await freePorts(2);
+  const cluster = JSON.stringify({worker: addressesOf(ports)});
+  const start = Date.now();
+  const [trainer, leaver] = await Promise.all([
+    startChild(process.execPath, [TASK, 'fit', cluster, '0', '3000']),
+    startChild(process.execPath, [TASK, 'join', cluster, '1', '3000'], ['joined']),
+  ]);
+  assert.match(leaver.line, /^joined/);
+  assert.match(trainer.line, /^error /);
+  const {message, code} = JSON.parse(trainer.line.slice('error '.length));
+  assert.ok(['DEADLINE_EXCEEDED', 'UNAVAILABLE', 'ABORTED', 'CANCELLED'].includes(code),
+            `${code}: ${message}`);
+  assert.ok(Date.now() - start < START_MS);
+});
+
 /** The Python with TensorFlow 2.21 that benches/keras uses, if this machine has it. */
 function tensorflowPython() {
   const candidates = [process.env.TFJS_NODE_RS_PYTHON,
@@ -273,4 +290,11 @@ test('a Python tf.distribute.Server serves a Node client', async (t) => {
   const y = tf.node.withDevice(worker(0), () => tf.matMul(a, a));
   assert.strictEqual(tf.node.deviceOf(y), worker(0));
   assert.deepStrictEqual(Array.from(y.dataSync()), [7, 10, 15, 22]);
+});
+
+// This process became a cluster's client in the tests above.
+test('a cluster\'s client cannot also join a collective group', async () => {
+  await assert.rejects(
+      tf.node.distributed.join({cluster: {worker: ['127.0.0.1:2222']}, taskIndex: 0}),
+      /cluster's client/);
 });

@@ -3,6 +3,8 @@
 //   node cluster_task.js server <cluster JSON> <taskIndex>   TF's gRPC server ("ready" on stdout)
 //   node cluster_task.js fit <cluster JSON> <taskIndex> [timeoutMs]   tf.node.distributed.fit
 //                                                of the shared model; prints its weights
+//   node cluster_task.js join <cluster JSON> <taskIndex>     joins the workers' collective group,
+//                                                            says "joined" and exits at once
 // It exits when its stdin closes, so it never outlives the test that started it.
 
 const tf = require('../..');
@@ -23,6 +25,10 @@ async function main() {
     await tf.node.distributed.fit(model, x, y, {cluster, taskIndex, timeoutMs: Number(timeout), ...fitArgs});
     const weights = model.getWeights().map((w) => Array.from(w.dataSync()));
     process.stdout.write(`weights ${JSON.stringify(weights)}\n`);
+  } else if (mode === 'join') {
+    await tf.node.distributed.join({cluster, taskIndex, timeoutMs: Number(timeout)});
+    process.stdout.write('joined now\n');
+    process.exit(0);
   } else {
     throw new Error(`unknown mode ${mode}`);
   }
