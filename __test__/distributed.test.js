@@ -260,6 +260,27 @@ test('a worker that leaves mid-training: fit fails with TF\'s error within its t
   assert.ok(Date.now() - start < START_MS);
 });
 
+test('examples/distributed.js runs: remote ops, then two workers end with equal weights',
+     async () => {
+  const example = path.join(__dirname, '..', 'examples', 'distributed.js');
+  const child = spawn(process.execPath, [example], {stdio: ['ignore', 'pipe', 'pipe']});
+  children.add(child);
+  let out = '';
+  child.stdout.on('data', (d) => {
+    out += d;
+  });
+  const timer = setTimeout(() => child.kill('SIGKILL'), START_MS);
+  const code = await new Promise((resolve) => child.on('exit', resolve));
+  clearTimeout(timer);
+  children.delete(child);
+  assert.strictEqual(code, 0, out);
+  assert.match(out, /matMul ran on \/job:worker\/replica:0\/task:0\/device:CPU:0: \[ 7, 10, 15, 22 \]/);
+  assert.match(out, /largest difference from local: 0\n/);
+  const weights = [...out.matchAll(/task \d: .*first weights (.*)/g)].map((m) => m[1]);
+  assert.strictEqual(weights.length, 2, out);
+  assert.strictEqual(weights[0], weights[1]);
+});
+
 /** The Python with TensorFlow 2.21 that benches/keras uses, if this machine has it. */
 function tensorflowPython() {
   const candidates = [process.env.TFJS_NODE_RS_PYTHON,
