@@ -97,10 +97,11 @@ export declare function compileCall(ops: Array<CallOp>, fedIds: Array<number>, f
 
 /**
  * Makes this env's context a client of the cluster in `serverDef`, which names this client as
- * its own task. Deferred work is finished first and cached ops dropped: they belong to the
- * context's devices before the change.
+ * its own task, `localTask` (`/job:client/replica:0/task:0`). Deferred work is finished first
+ * and cached ops dropped: they belong to the context's devices before the change; so are the
+ * tensors on other tasks' devices (`forget_remote_state`).
  */
-export declare function connectToCluster(serverDef: Uint8Array, timeoutMs: number): void
+export declare function connectToCluster(serverDef: Uint8Array, localTask: string, timeoutMs: number): void
 
 /**
  * Makes a tensor from `data` (a typed array matching `dtype`, or an array of `Uint8Array` for

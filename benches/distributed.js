@@ -53,7 +53,7 @@ function task(args, word) {
                              5 * 60 * 1000);
     child.stdout.on('data', (d) => {
       out += d;
-      const line = out.split('\n').find((l) => l.startsWith(word + ' '));
+      const line = out.split('\n').slice(0, -1).find((l) => l.startsWith(word + ' '));
       if (line !== undefined) {
         clearTimeout(timer);
         resolve(line.slice(word.length + 1));

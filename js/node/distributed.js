@@ -147,7 +147,7 @@ function freePort() {
  * devices (`/job:worker/replica:0/task:1/device:CPU:0`) run there. The client is one task of its
  * own job, `jobName` (default 'client'), on `address` (default 127.0.0.1 and a free port).
  * Rejects with TF's error when a task does not answer within `timeoutMs`. Connecting again
- * replaces the cluster.
+ * replaces the cluster: tensors still on remote devices are lost then (using them throws).
  */
 async function connectToCluster(cluster, {timeoutMs = DEFAULT_TIMEOUT_MS, jobName = 'client',
   address} = {}) {
@@ -177,7 +177,8 @@ async function connectToCluster(cluster, {timeoutMs = DEFAULT_TIMEOUT_MS, jobNam
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     try {
-      binding.connectToCluster(def, Math.max(1, deadline - Date.now()));
+      binding.connectToCluster(def, `/job:${jobName}/replica:0/task:0`,
+                               Math.max(1, deadline - Date.now()));
       role.client = true;
       return;
     } catch (e) {

@@ -8,6 +8,8 @@ use napi::bindgen_prelude::{Env, Uint8Array};
 use super::js_call;
 use crate::env_state::EnvState;
 use crate::error::{Error, Result};
+use crate::tf::dtype::Layout;
+use crate::tf::handle::TensorHandle;
 use crate::tf::server::Server;
 use crate::tf::signals::AsyncSignalsBlocked;
 use crate::tf::status::Status;
@@ -47,10 +49,16 @@ pub fn start_server(env: Env, server_def: Uint8Array) -> napi::Result<TfServer> 
 }
 
 /// Makes this env's context a client of the cluster in `serverDef`, which names this client as
-/// its own task. Deferred work is finished first and cached ops dropped: they belong to the
-/// context's devices before the change.
+/// its own task, `localTask` (`/job:client/replica:0/task:0`). Deferred work is finished first
+/// and cached ops dropped: they belong to the context's devices before the change; so are the
+/// tensors on other tasks' devices (`forget_remote_state`).
 #[napi_derive::napi(js_name = "connectToCluster")]
-pub fn connect_to_cluster(env: Env, server_def: Uint8Array, timeout_ms: f64) -> napi::Result<()> {
+pub fn connect_to_cluster(
+    env: Env,
+    server_def: Uint8Array,
+    local_task: String,
+    timeout_ms: f64,
+) -> napi::Result<()> {
     js_call(&env, |js| {
         if !(timeout_ms.is_finite() && timeout_ms >= 1.0) {
             return Err(Error::Range(format!(
@@ -60,10 +68,39 @@ pub fn connect_to_cluster(env: Env, server_def: Uint8Array, timeout_ms: f64) -> 
         let state = EnvState::get(js)?;
         end_deferred_run(state)?;
         state.ops.clear();
+        forget_remote_state(state)?;
         state
             .context
-            .set_server_def(&server_def, timeout_ms as i64, &state.status)
+            .set_server_def(&server_def, &local_task, timeout_ms as i64, &state.status)
     })
+}
+
+/// Readies the env's tensors for a new cluster. Tensors on other tasks' devices are dropped
+/// (their ids stay, as tensors not computed): TF replaces the remote devices, and reading such a
+/// tensor afterwards crashes the process. This process's own tensors get fresh handles over the
+/// same memory: TF's handles cache their copies on remote devices by an op id that the new
+/// cluster's remote contexts hand out again, so a kept handle would feed another tensor's
+/// values to remote ops. Opaque handles (resources, variants) stay as they are.
+fn forget_remote_state(state: &mut EnvState) -> Result<()> {
+    // Ids count up from 1 and are never reused; connecting is rare, so a scan serves.
+    for id in 1..=state.tensors.last_id() {
+        let Ok(handle) = state.tensors.handle(id) else {
+            continue;
+        };
+        let local = handle
+            .device_name(true, &state.status)
+            .is_ok_and(|device| state.context.is_local(&device));
+        if !local {
+            drop(state.tensors.take_handle(id));
+        } else if handle
+            .dtype()
+            .is_ok_and(|dtype| dtype.layout != Layout::Opaque)
+        {
+            let fresh = TensorHandle::from_tensor(&handle.resolve(&state.status)?, &state.status)?;
+            state.tensors.fill(id, fresh);
+        }
+    }
+    Ok(())
 }
 
 /// Starts this task's server in the env's context for collective ops across the cluster in

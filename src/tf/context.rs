@@ -10,11 +10,18 @@ use super::signals::AsyncSignalsBlocked;
 use super::status::Status;
 use crate::error::{Error, Result};
 
+/// How long a worker keeps this client's remote context without hearing from it (TF's client
+/// pings while it lives), so a client that dies frees its state on the workers; Python's default.
+const REMOTE_KEEP_ALIVE_SECS: i32 = 600;
+
 pub struct Context {
     raw: NonNull<sys::TFE_Context>,
     /// The device every eager op of this context is placed on while a device scope is active
     /// (`tf.node.withDevice`); `None`: TF places ops itself.
     device_scope: Option<CString>,
+    /// The tasks this context has been (`/job:localhost/replica:0/task:0`, then its task in each
+    /// cluster it was a client of): tensors on their devices are this process's own.
+    local_tasks: Vec<String>,
 }
 
 /// One device the context can place ops on.
@@ -41,6 +48,7 @@ impl Context {
             .map(|raw| Context {
                 raw,
                 device_scope: None,
+                local_tasks: vec!["/job:localhost/replica:0/task:0".into()],
             })
             .ok_or_else(|| Error::Invalid("TFE_NewContext returned no context".into()))
     }
@@ -57,23 +65,33 @@ impl Context {
         self.device_scope = device;
     }
 
+    /// Whether `device` (a full device name) belongs to one of the tasks this process has been.
+    pub fn is_local(&self, device: &str) -> bool {
+        self.local_tasks.iter().any(|task| {
+            device
+                .strip_prefix(task.as_str())
+                .is_some_and(|rest| rest.starts_with("/device:"))
+        })
+    }
+
     /// Makes the context a client of the cluster in `server_def` (a serialized
-    /// `tensorflow.ServerDef` naming this task too): ops can then be placed on the remote tasks'
-    /// devices. Fails when a task does not answer within `timeout_ms`.
+    /// `tensorflow.ServerDef` naming this task, `local_task`, too): ops can then be placed on the
+    /// remote tasks' devices. Fails when a task does not answer within `timeout_ms`.
     pub fn set_server_def(
-        &self,
+        &mut self,
         server_def: &[u8],
+        local_task: &str,
         timeout_ms: i64,
         status: &Status,
     ) -> Result<()> {
         // Servers the context starts get their threads here, as in `new`.
         let _blocked = AsyncSignalsBlocked::new();
-        // SAFETY: the context is live and the bytes outlive the call (TF parses them). A keep-alive
-        // of 0 s: remote contexts stay until this one goes; existing remote contexts are cleared.
+        // SAFETY: the context is live and the bytes outlive the call (TF parses them). Existing
+        // remote contexts are cleared.
         unsafe {
             TFE_ContextSetServerDefWithTimeout(
                 self.raw(),
-                0,
+                REMOTE_KEEP_ALIVE_SECS,
                 server_def.as_ptr().cast(),
                 server_def.len(),
                 timeout_ms,
@@ -81,7 +99,11 @@ impl Context {
                 true,
             )
         };
-        status.check()
+        status.check()?;
+        if !self.local_tasks.iter().any(|task| task == local_task) {
+            self.local_tasks.push(local_task.into());
+        }
+        Ok(())
     }
 
     /// Starts this task's server for `server_def` in the context, so collective ops can reach
