@@ -100,6 +100,16 @@ test('arguments are checked before TF sees them', async () => {
   await assert.rejects(tf.node.distributed.fit({}, null, null, {cluster, taskIndex: 0}),
                        TypeError);
   assert.throws(() => tf.node.distributed.allReduce(tf.scalar(1), 'Add', 'Id'), /join/);
+  // Batches that cannot be split evenly are refused before the process joins a cluster.
+  const {model, x, y} = trainingSetup(tf, 0);
+  const pair = {worker: ['127.0.0.1:2222', '127.0.0.1:2223']};
+  await assert.rejects(tf.node.distributed.fit(model, x, y, {cluster: pair, taskIndex: 0,
+                                                            batchSize: 7}), RangeError);
+  await assert.rejects(tf.node.distributed.fit(model, x.slice(0, 23), y.slice(0, 23),
+                                               {cluster: pair, taskIndex: 0, batchSize: 8}),
+                       /cannot be split evenly/);
+  await assert.rejects(tf.node.distributed.fit(model, x, y, {cluster: pair, taskIndex: 0,
+                                                            shuffle: true}), TypeError);
 });
 
 test('a port already taken is a JS error with TF\'s message', async () => {

@@ -145,7 +145,8 @@ function shardRows(n, batchSize, groupSize, taskIndex) {
  * task `taskIndex` of `cluster` (job `jobName`, default 'worker'): each of the job's workers
  * calls it with the same arguments but its own `taskIndex`. `batchSize` (default 32) is the
  * global batch, split evenly over the workers; the batches are taken in order (`shuffle` is not
- * supported). Other arguments go to `model.fit`, whose History it returns.
+ * supported). Other arguments go to `model.fit`, whose History it returns: its losses, metrics,
+ * callbacks and validation are each worker's own, on its shards.
  */
 async function fit(model, x, y, {cluster, jobName = 'worker', taskIndex,
   timeoutMs = DEFAULT_TIMEOUT_MS, batchSize = 32, ...fitArgs} = {}) {
@@ -169,12 +170,15 @@ async function fit(model, x, y, {cluster, jobName = 'worker', taskIndex,
       throw new TypeError(`${fn}: x and y must be tensors with the same number of rows (${n})`);
     }
   }
-  const group = await join({cluster, jobName, taskIndex, timeoutMs});
-  if (batchSize % group.groupSize !== 0) {
+  checkTask(checkCluster(cluster, fn), jobName, taskIndex, fn);
+  const groupSize = cluster[jobName].length;
+  if (batchSize % groupSize !== 0) {
     throw new RangeError(`${fn}: batchSize ${batchSize} is not a multiple of the ` +
-                         `${group.groupSize} workers`);
+                         `${groupSize} workers`);
   }
-  const rows = tfc.tensor1d(shardRows(n, batchSize, group.groupSize, taskIndex), 'int32');
+  const shardOf = shardRows(n, batchSize, groupSize, taskIndex);
+  await join({cluster, jobName, taskIndex, timeoutMs});
+  const rows = tfc.tensor1d(shardOf, 'int32');
   const shard = (ts) => ts.map((t) => tfc.gather(t, rows));
   const localX = shard(xs);
   const localY = shard(ys);
@@ -198,7 +202,7 @@ async function fit(model, x, y, {cluster, jobName = 'worker', taskIndex,
     takeLeadersWeights(model.weights, taskIndex);
     return await model.fit(Array.isArray(x) ? localX : localX[0],
                            Array.isArray(y) ? localY : localY[0],
-                           {...fitArgs, batchSize: batchSize / group.groupSize, shuffle: false});
+                           {...fitArgs, batchSize: batchSize / groupSize, shuffle: false});
   } finally {
     optimizer.applyGradients = applyGradients;
     env.set(CALL_GRAPHS_FLAG, callGraphs);

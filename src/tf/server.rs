@@ -69,3 +69,59 @@ impl Drop for Server {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tf_error(result: Result<Server>) -> (&'static str, String) {
+        match result {
+            Err(Error::Tf { code, message }) => (code, message),
+            Err(other) => panic!("expected a TF error, got {other:?}"),
+            Ok(_) => panic!("expected a TF error, got a server"),
+        }
+    }
+
+    #[test]
+    fn bytes_that_are_no_server_def_are_tfs_error() {
+        let status = Status::new();
+        let (code, message) = tf_error(Server::new(&[1, 2, 3, 255, 255], &status));
+        assert_eq!(code, "INVALID_ARGUMENT");
+        assert!(message.contains("ServerDef"), "{message}");
+    }
+
+    #[test]
+    fn a_taken_port_is_tfs_error() {
+        let taken = std::net::TcpListener::bind("0.0.0.0:0").expect("a free port");
+        let port = taken.local_addr().expect("its address").port();
+        // ServerDef { cluster { job { name: "worker" tasks { 0: "127.0.0.1:<port>" } } }
+        //             job_name: "worker" task_index: 0 protocol: "grpc" }
+        let address = format!("127.0.0.1:{port}");
+        let entry = [
+            &[0x08, 0x00, 0x12, address.len() as u8][..],
+            address.as_bytes(),
+        ]
+        .concat();
+        let job = [
+            &[0x0a, 6][..],
+            b"worker",
+            &[0x12, entry.len() as u8],
+            &entry,
+        ]
+        .concat();
+        let cluster = [&[0x0a, job.len() as u8][..], &job].concat();
+        let def = [
+            &[0x0a, cluster.len() as u8][..],
+            &cluster,
+            &[0x12, 6],
+            b"worker",
+            &[0x18, 0x00, 0x2a, 4],
+            b"grpc",
+        ]
+        .concat();
+        let status = Status::new();
+        let (code, message) = tf_error(Server::new(&def, &status));
+        assert_eq!(code, "UNKNOWN");
+        assert!(message.contains("Could not start gRPC server"), "{message}");
+    }
+}
