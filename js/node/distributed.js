@@ -250,6 +250,6 @@ function deviceOf(tensor, {backing = false} = {}) {
 
 module.exports = {
   startServer, connectToCluster, listDevices, withDevice, deviceOf, ClusterServer,
-  // for the data-parallel training below and the tests
+  // for data_parallel.js
   serverDef, checkCluster, checkTask, role,
 };
