@@ -126,6 +126,17 @@ test('a port already taken is a JS error with TF\'s message', async () => {
   }
 });
 
+test('a server in this process: its target, TF\'s answer to stop, its port taken', async () => {
+  const [port] = await freePorts(1);
+  const cluster = {worker: [`127.0.0.1:${port}`]};
+  const server = await tf.node.startServer({cluster, jobName: 'worker', taskIndex: 0});
+  assert.strictEqual(server.target, `grpc://127.0.0.1:${port}`);
+  // TF 2.21 cannot stop a started gRPC server; the server keeps serving (to the process's end).
+  await assert.rejects(server.stop(), (e) => e instanceof Error && e.code === 'UNIMPLEMENTED' &&
+                                             /Clean shutdown is not currently implemented/.test(e.message));
+  await assert.rejects(tf.node.startServer({cluster}), /Could not start gRPC server/);
+});
+
 test('a worker that is not there: connectToCluster rejects within its timeout', async () => {
   const [port] = await freePorts(1);
   const start = Date.now();
