@@ -15,6 +15,7 @@ const {spawn} = require('child_process');
 
 const tf = require('..');
 const {trainingSetup} = require('./support/cluster_model');
+const {freePorts} = require('../js/node/distributed');
 
 const TASK = path.join(__dirname, 'support', 'cluster_task.js');
 /** Any child that has not said it is ready within this fails its test. */
@@ -24,17 +25,6 @@ const children = new Set();
 test.after(() => {
   for (const child of children) child.kill('SIGKILL');
 });
-
-/** Free TCP ports on 127.0.0.1, held open together so that they differ. */
-async function freePorts(count) {
-  const servers = await Promise.all(Array.from({length: count}, () => new Promise((resolve) => {
-    const server = net.createServer();
-    server.listen(0, '127.0.0.1', () => resolve(server));
-  })));
-  const ports = servers.map((s) => s.address().port);
-  await Promise.all(servers.map((s) => new Promise((resolve) => s.close(resolve))));
-  return ports;
-}
 
 /**
  * Starts `command args`; resolves with the child and its first stdout line that starts with

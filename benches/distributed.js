@@ -14,12 +14,12 @@
 //   it does not take from the first.
 
 const fs = require('fs');
-const net = require('net');
 const os = require('os');
 const path = require('path');
 const {spawn} = require('child_process');
 
 const tf = require('..');
+const {freePorts} = require('../js/node/distributed');
 
 const WORKER = '/job:worker/replica:0/task:0/device:CPU:0';
 
@@ -28,14 +28,8 @@ function median(xs) {
   return s[Math.floor(s.length / 2)];
 }
 
-async function freePorts(count) {
-  const servers = await Promise.all(Array.from({length: count}, () => new Promise((resolve) => {
-    const server = net.createServer();
-    server.listen(0, '127.0.0.1', () => resolve(server));
-  })));
-  const ports = servers.map((s) => s.address().port);
-  await Promise.all(servers.map((s) => new Promise((resolve) => s.close(resolve))));
-  return ports.map((p) => `127.0.0.1:${p}`);
+async function freeAddresses(count) {
+  return (await freePorts(count)).map((p) => `127.0.0.1:${p}`);
 }
 
 /** Runs this file as a task (`--task ...`); resolves with the first line starting with `word`. */
@@ -89,7 +83,7 @@ function timeCalls(fn, calls) {
 }
 
 async function roundTrips(quick) {
-  const [address] = await freePorts(1);
+  const [address] = await freeAddresses(1);
   const server = task(['serve', JSON.stringify({worker: [address]})], 'ready');
   try {
     await server.answer;
@@ -115,7 +109,7 @@ async function roundTrips(quick) {
 const TRAIN = {samples: 4096, batchSize: 256, epochs: 3};
 
 async function training(workers, quick) {
-  const addresses = await freePorts(workers);
+  const addresses = await freeAddresses(workers);
   const cluster = JSON.stringify({worker: addresses});
   const epochs = quick ? 1 : TRAIN.epochs;
   const tasks = addresses.map((_, i) => task(['fit', cluster, String(i), String(epochs)], 'ms'));

@@ -129,17 +129,20 @@ async function startServer({cluster, jobName = 'worker', taskIndex = 0} = {}) {
                            taskIndex);
 }
 
-/** A TCP port free on 127.0.0.1 now (the OS picks it), for this process's own task. */
-function freePort() {
-  return new Promise((resolve, reject) => {
+/**
+ * `count` TCP ports free on 127.0.0.1 now (the OS picks them, all held open together so that
+ * they differ), for tasks on this machine.
+ */
+async function freePorts(count) {
+  const servers = await Promise.all(Array.from({length: count}, () => new Promise((resolve, reject) => {
     const server = net.createServer();
     server.unref();
     server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const {port} = server.address();
-      server.close(() => resolve(port));
-    });
-  });
+    server.listen(0, '127.0.0.1', () => resolve(server));
+  })));
+  const ports = servers.map((s) => s.address().port);
+  await Promise.all(servers.map((s) => new Promise((resolve) => s.close(resolve))));
+  return ports;
 }
 
 /**
@@ -168,7 +171,7 @@ async function connectToCluster(cluster, {timeoutMs = DEFAULT_TIMEOUT_MS, jobNam
                     '(tf.node.distributed), which cannot also be a cluster\'s client');
   }
   const {binding} = tensorflowBackend(fn);
-  const own = address === undefined ? `127.0.0.1:${await freePort()}` : address;
+  const own = address === undefined ? `127.0.0.1:${(await freePorts(1))[0]}` : address;
   const withClient = checkCluster({...cluster, [jobName]: [own]}, fn);
   const def = serverDef(withClient, jobName, 0);
   // Without fail-fast RPCs, TF waits for an absent task forever, whatever the timeout; with
@@ -250,6 +253,6 @@ function deviceOf(tensor, {backing = false} = {}) {
 
 module.exports = {
   startServer, connectToCluster, listDevices, withDevice, deviceOf, ClusterServer,
-  // for data_parallel.js
-  serverDef, checkCluster, checkTask, role,
+  // for data_parallel.js, the tests and benches/distributed.js
+  serverDef, checkCluster, checkTask, role, freePorts,
 };
