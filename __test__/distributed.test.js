@@ -17,6 +17,10 @@ const tf = require('..');
 const {trainingSetup} = require('./support/cluster_model');
 const {freePorts} = require('../js/node/distributed');
 
+// gRPC sends through http(s)_proxy when one is set (CI machines may set one); the tasks here are
+// all on this machine. Child processes inherit it.
+process.env.no_grpc_proxy = '127.0.0.1,localhost';
+
 const TASK = path.join(__dirname, 'support', 'cluster_task.js');
 /** Any child that has not said it is ready within this fails its test. */
 const START_MS = 60000;

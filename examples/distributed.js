@@ -15,6 +15,8 @@ const net = require('net');
 const tf = require('..');
 
 const [role, clusterJson, taskIndex] = process.argv.slice(2);
+// gRPC sends through http(s)_proxy when one is set; these tasks are all on this machine.
+process.env.no_grpc_proxy = process.env.no_grpc_proxy || '127.0.0.1,localhost';
 
 /** A free port on 127.0.0.1, for this example's tasks. */
 function freePort() {
