@@ -22,6 +22,8 @@ const tf = require('..');
 const {freePorts} = require('../js/node/distributed');
 
 const WORKER = '/job:worker/replica:0/task:0/device:CPU:0';
+// gRPC sends through http(s)_proxy when one is set; these tasks are all on this machine.
+process.env.no_grpc_proxy = process.env.no_grpc_proxy || '127.0.0.1,localhost';
 
 function median(xs) {
   const s = [...xs].sort((a, b) => a - b);
