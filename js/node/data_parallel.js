@@ -9,7 +9,7 @@
 const net = require('net');
 const tfc = require('@tensorflow/tfjs-core');
 const {tensorflowBackend} = require('./backend');
-const {checkCluster, checkTask, role, serverDef} = require('./distributed');
+const {checkCluster, checkTask, serverDef} = require('./distributed');
 const {FLAG: CALL_GRAPHS_FLAG} = require('../graphs/call_graphs');
 
 /** The collective group of the workers; one group per process. */
@@ -60,21 +60,12 @@ async function join({cluster, jobName = 'worker', taskIndex, timeoutMs = DEFAULT
   checkTask(jobs, jobName, taskIndex, fn);
   const key = JSON.stringify([jobs, jobName, taskIndex]);
   const addresses = cluster[jobName];
-  if (membership !== null) {
-    if (membership.key !== key) {
-      throw new Error(`${fn}: this process already is task ${membership.taskIndex} of another ` +
-                      'cluster (TF takes one cluster per process)');
-    }
-    return membership;
-  }
-  if (role.client) {
-    throw new Error(`${fn}: this process is a cluster's client (tf.node.connectToCluster), ` +
-                    'which cannot also be a worker of a collective group');
-  }
+  // Joining the same group again is a no-op; another group, or after connectToCluster, the
+  // binding refuses.
+  if (membership !== null && membership.key === key) return membership;
   const {binding} = tensorflowBackend(fn);
   binding.enableCollectiveOps(
       serverDef(jobs, jobName, taskIndex, `/job:${jobName}/replica:0/task:0`));
-  role.collective = true;
   membership = {key, taskIndex, groupSize: addresses.length, nextInstance: 1, timeoutMs};
   const deadline = Date.now() + timeoutMs;
   await Promise.all(addresses.map((address) => reachable(address, deadline)));

@@ -91,12 +91,6 @@ function serverDef(jobs, jobName, taskIndex, groupLeader) {
   return def.finish();
 }
 
-/**
- * What this process's eager context is in a cluster: TF gives a context either a cluster to be
- * the client of (`connectToCluster`) or a collective group (`distributed.join`), not both.
- */
-const role = {client: false, collective: false};
-
 /** A TF gRPC server running in this process (`startServer`). */
 class ClusterServer {
   constructor(native, jobName, taskIndex) {
@@ -166,10 +160,6 @@ async function connectToCluster(cluster, {timeoutMs = DEFAULT_TIMEOUT_MS, jobNam
   if (typeof timeoutMs !== 'number' || !(timeoutMs >= 1) || !Number.isFinite(timeoutMs)) {
     throw new RangeError(`${fn}: timeoutMs must be a positive number, got ${timeoutMs}`);
   }
-  if (role.collective) {
-    throw new Error(`${fn}: this process is a worker of a collective group ` +
-                    '(tf.node.distributed), which cannot also be a cluster\'s client');
-  }
   const {binding} = tensorflowBackend(fn);
   const own = address === undefined ? `127.0.0.1:${(await freePorts(1))[0]}` : address;
   const withClient = checkCluster({...cluster, [jobName]: [own]}, fn);
@@ -182,7 +172,6 @@ async function connectToCluster(cluster, {timeoutMs = DEFAULT_TIMEOUT_MS, jobNam
     try {
       binding.connectToCluster(def, `/job:${jobName}/replica:0/task:0`,
                                Math.max(1, deadline - Date.now()));
-      role.client = true;
       return;
     } catch (e) {
       if (e.code !== 'UNAVAILABLE' || Date.now() + RETRY_MS >= deadline) throw e;
@@ -254,5 +243,5 @@ function deviceOf(tensor, {backing = false} = {}) {
 module.exports = {
   startServer, connectToCluster, listDevices, withDevice, deviceOf, ClusterServer,
   // for data_parallel.js, the tests and benches/distributed.js
-  serverDef, checkCluster, checkTask, role, freePorts,
+  serverDef, checkCluster, checkTask, freePorts,
 };

@@ -22,6 +22,17 @@ pub struct Context {
     /// The tasks this context has been (`/job:localhost/replica:0/task:0`, then its task in each
     /// cluster it was a client of): tensors on their devices are this process's own.
     local_tasks: Vec<String>,
+    /// What the context is in a cluster, once it is in one.
+    cluster_role: Option<ClusterRole>,
+}
+
+/// TF gives a context either clusters to be the client of (`set_server_def`, again and again) or
+/// one collective group to be a worker of (`enable_collective_ops`, once: TF CHECK-fails on some
+/// later calls), never both.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum ClusterRole {
+    Client,
+    CollectiveWorker,
 }
 
 /// One device the context can place ops on.
@@ -49,6 +60,7 @@ impl Context {
                 raw,
                 device_scope: None,
                 local_tasks: vec!["/job:localhost/replica:0/task:0".into()],
+                cluster_role: None,
             })
             .ok_or_else(|| Error::Invalid("TFE_NewContext returned no context".into()))
     }
@@ -84,6 +96,13 @@ impl Context {
         timeout_ms: i64,
         status: &Status,
     ) -> Result<()> {
+        if self.cluster_role == Some(ClusterRole::CollectiveWorker) {
+            return Err(Error::Invalid(
+                "this process is a worker of a collective group, which cannot also be a \
+                 cluster's client"
+                    .into(),
+            ));
+        }
         // Servers the context starts get their threads here, as in `new`.
         let _blocked = AsyncSignalsBlocked::new();
         // SAFETY: the context is live and the bytes outlive the call (TF parses them). Existing
@@ -100,6 +119,7 @@ impl Context {
             )
         };
         status.check()?;
+        self.cluster_role = Some(ClusterRole::Client);
         if !self.local_tasks.iter().any(|task| task == local_task) {
             self.local_tasks.push(local_task.into());
         }
@@ -108,7 +128,24 @@ impl Context {
 
     /// Starts this task's server for `server_def` in the context, so collective ops can reach
     /// the other tasks of the cluster (which do the same).
-    pub fn enable_collective_ops(&self, server_def: &[u8], status: &Status) -> Result<()> {
+    pub fn enable_collective_ops(&mut self, server_def: &[u8], status: &Status) -> Result<()> {
+        match self.cluster_role {
+            Some(ClusterRole::Client) => {
+                return Err(Error::Invalid(
+                    "this process is a cluster's client, which cannot also be a worker of a \
+                     collective group"
+                        .into(),
+                ))
+            }
+            Some(ClusterRole::CollectiveWorker) => {
+                return Err(Error::Invalid(
+                    "this process already is a worker of a collective group (TF takes one per \
+                     process)"
+                        .into(),
+                ))
+            }
+            None => {}
+        }
         let _blocked = AsyncSignalsBlocked::new();
         // SAFETY: the context is live and the bytes outlive the call (TF parses them).
         unsafe {
@@ -119,7 +156,9 @@ impl Context {
                 status.raw(),
             )
         };
-        status.check()
+        status.check()?;
+        self.cluster_role = Some(ClusterRole::CollectiveWorker);
+        Ok(())
     }
 
     /// The devices the context can place ops on: local ones, and remote ones once it is a
