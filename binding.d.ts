@@ -58,6 +58,14 @@ export type TypedArray =
  */
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
+/** TF's gRPC server running in this process, as a task of a cluster. */
+export declare class TfServer {
+  /** The server's `grpc://host:port` address. */
+  get target(): string
+  /** Asks TF to stop serving; throws TF's error where it cannot (a started gRPC server). */
+  stop(): void
+}
+
 /**
  * A zero-filled typed array of `length` elements of `dtype` on 64-byte-aligned memory: data
  * written into it becomes a tensor without a copy.
@@ -88,6 +96,14 @@ export interface CallRef {
 export declare function compileCall(ops: Array<CallOp>, fedIds: Array<number>, fixedIds: Array<number>, fetches: Array<CallRef>): number
 
 /**
+ * Makes this env's context a client of the cluster in `serverDef`, which names this client as
+ * its own task, `localTask` (`/job:client/replica:0/task:0`). Deferred work is finished first
+ * and cached ops dropped: they belong to the context's devices before the change; so are the
+ * tensors on other tasks' devices (`forget_remote_state`).
+ */
+export declare function connectToCluster(serverDef: Uint8Array, localTask: string, timeoutMs: number): void
+
+/**
  * Makes a tensor from `data` (a typed array matching `dtype`, or an array of `Uint8Array` for
  * strings) and returns its id.
  */
@@ -97,6 +113,14 @@ export declare function createTensor(shape: number[], dtype: DType, data: TypedA
 export declare function deleteSavedModel(id: unknown): void
 
 export declare function deleteTensor(id: number): void
+
+/** A device the env's context can place ops on. */
+export interface DeviceInfo {
+  /** The full name, e.g. `/job:worker/replica:0/task:1/device:CPU:0`. */
+  name: string
+  /** `CPU`, `GPU`, ... */
+  deviceType: string
+}
 
 /** Frees call graph `call`; false when it did not exist. */
 export declare function dropCall(call: number): boolean
@@ -110,6 +134,12 @@ export declare function dropTensorOnNativeThread(id: number): void
 /** Dtype names in the order `runPreparedOp` reports dtype indices. */
 export declare function dtypeNames(): Array<string>
 
+/**
+ * Starts this task's server in the env's context for collective ops across the cluster in
+ * `serverDef` (every task calls it with its own task index).
+ */
+export declare function enableCollectiveOps(serverDef: Uint8Array): void
+
 /** `executeOp(name, attrs, inputIds, numOutputs)` → `[{id, shape, dtype}]`. */
 export declare function executeOp(name: string, attrs: OpAttr[] | null | undefined, inputIds: number[], numOutputs: number): TensorInfo[]
 
@@ -120,6 +150,8 @@ export declare function getNumOfSavedModels(): number
 export declare function isDeferring(): boolean
 
 export declare function isUsingGpuDevice(): boolean
+
+export declare function listDevices(): Array<DeviceInfo>
 
 /**
  * `loadSavedModel(exportDir, tags)` → a session id. Loading the same directory with the same
@@ -217,6 +249,15 @@ export declare function runSavedModel(id: unknown, inputIds: unknown, inputNames
  */
 export declare function runSavedModelInBackground(id: unknown, inputIds: unknown, inputNames: unknown, outputNames: unknown): number
 
+/**
+ * Places every eager op from now on on `device` (`null`: TF places them). The deferred run in
+ * progress is finished first, so its ops run where they were issued.
+ */
+export declare function setDeviceScope(device?: string | undefined | null): void
+
+/** Starts a server for `serverDef` (a serialized `tensorflow.ServerDef`). */
+export declare function startServer(serverDef: Uint8Array): TfServer
+
 export declare function stats(): Stats
 
 /** Counters of the binding's memory traffic in this env. */
@@ -264,6 +305,9 @@ export declare function takeJobOutputs(job: number): TensorInfo[]
  * caller knows other owners of `id` (a read of it is then always a copy).
  */
 export declare function tensorDataSync(id: number, aliased?: boolean): TypedArray | Uint8Array[]
+
+/** The device that ran the op producing tensor `id` (`backing`: the device holding its memory). */
+export declare function tensorDevice(id: number, backing: boolean): string
 
 /** The version of the TensorFlow C library the addon runs on. */
 export declare function tfVersion(): string

@@ -65,6 +65,87 @@ export declare namespace node {
     lastFailure: string | null;
   };
 
+  // ------------------------------------------------------------------ Beyond one machine
+
+  /** A cluster: job name (`[a-z][a-z0-9_]*`) -> its tasks' `'host:port'` addresses. */
+  export type ClusterSpec = {[job: string]: string[]};
+
+  /** TF's gRPC server running in this process (`startServer`). */
+  export interface ClusterServer {
+    /** `grpc://host:port`. */
+    readonly target: string;
+    readonly jobName: string;
+    readonly taskIndex: number;
+    /**
+     * TF 2.21 cannot stop a started gRPC server: this rejects with TF's UNIMPLEMENTED error and
+     * the server serves until the process exits.
+     */
+    stop(): Promise<void>;
+  }
+
+  /**
+   * Starts TF's gRPC server in this process as task `taskIndex` (default 0) of job `jobName`
+   * (default 'worker') of `cluster`. A port already taken rejects with TF's error.
+   */
+  export function startServer(spec: {cluster: ClusterSpec, jobName?: string, taskIndex?: number}):
+      Promise<ClusterServer>;
+
+  /**
+   * Makes this process a client of `cluster` (as task 0 of its own job `jobName`, default
+   * 'client', on `address`, default 127.0.0.1 and a free port); rejects with TF's error when a
+   * task does not answer within `timeoutMs` (default 10000). Connecting again replaces the
+   * cluster.
+   */
+  export function connectToCluster(cluster: ClusterSpec,
+                                   options?: {timeoutMs?: number, jobName?: string,
+                                              address?: string}): Promise<void>;
+
+  /** The devices ops can be placed on, local and (once connected) remote. */
+  export function listDevices(): Array<{name: string, deviceType: string}>;
+
+  /**
+   * Runs `fn` with every op it issues placed on `device` (a full name as `listDevices` gives
+   * it); `fn` must be synchronous. Ops in the scope run one by one (no deferred runs or call
+   * graphs).
+   */
+  export function withDevice<T>(device: string, fn: () => T): T;
+
+  /**
+   * The device that ran the op making `tensor`, or with `{backing: true}` the device holding
+   * its memory.
+   */
+  export function deviceOf(tensor: Tensor, options?: {backing?: boolean}): string;
+
+  /** Data-parallel training on TF's collective ops. */
+  export namespace distributed {
+    interface ClusterTask {
+      cluster: ClusterSpec;
+      /** The workers' job (default 'worker'). */
+      jobName?: string;
+      taskIndex: number;
+      /** How long to wait for the other workers (joining, each all-reduce); default 30000. */
+      timeoutMs?: number;
+    }
+
+    /**
+     * Trains `model` as task `taskIndex` of `cluster`'s workers, each calling it with the same
+     * model and data: each trains on its shard of every global batch of `batchSize` (a multiple
+     * of the worker count) and the gradients are averaged across the workers before each step,
+     * so the weights match one-process training on the global batches. No `shuffle`.
+     */
+    function fit(model: import('@tensorflow/tfjs').LayersModel,
+                 x: Tensor|Tensor[], y: Tensor|Tensor[],
+                 args: ClusterTask & import('@tensorflow/tfjs').ModelFitArgs):
+        Promise<import('@tensorflow/tfjs').History>;
+
+    /** Makes this process a worker of `cluster` for collective ops (done by `fit`). */
+    function join(task: ClusterTask): Promise<unknown>;
+
+    /** `x` reduced across the workers: `'Add'` then `'Div'` (mean) or `'Id'` (sum). */
+    function allReduce<T extends Tensor>(x: T, merge: 'Add'|'Min'|'Max'|'Mul',
+                                         final: 'Id'|'Div'): T;
+  }
+
   // ------------------------------------------------------------------ SavedModel
 
   /**

@@ -424,6 +424,27 @@ function servingText(serving) {
   return t.title + '\n' + table(t.header, t.rows);
 }
 
+/** tf.node's distributed runtime on 127.0.0.1 (benches/distributed.js). */
+function distributedTable(results) {
+  const d = results.distributed;
+  const rows = [
+    ['scalar tf.add + dataSync', fmtMs(d.scalarOp.localMs), fmtMs(d.scalarOp.remoteMs)],
+    ['predict, dense 784-128-10, 32 rows, + dataSync', fmtMs(d.predict.localMs),
+     fmtMs(d.predict.remoteMs)],
+  ];
+  const train = d.training.map((t) => [`${t.workers}`, fmtMs(t.ms),
+                                       t.samplesPerSecond.toFixed(0)]);
+  return {
+    title: 'Round trip, median ms per call: this process against a worker process on ' +
+           '127.0.0.1 (tf.node.withDevice)',
+    header: ['call', 'local ms', 'remote ms'], rows,
+    trainTitle: `Data-parallel training (tf.node.distributed.fit, dense 64-256-10, ` +
+                `${d.train.samples} samples, global batch ${d.train.batchSize}, ` +
+                `${d.training[0].epochs} timed epochs), on ${d.cores} cores`,
+    trainHeader: ['workers', 'ms (slowest worker)', 'samples / s'], trainRows: train,
+  };
+}
+
 function targetRows(results) {
   return results.targets.map((t) => [t.name, t.goal, t.value, t.met ? 'met' : 'NOT met',
                                      t.detail || '']);
@@ -451,6 +472,11 @@ function text(results) {
     parts.push(t.title + '\n' + table(t.header, t.rows));
   }
   if (results.serving && results.serving.backends) parts.push(servingText(results.serving));
+  if (results.distributed) {
+    const t = distributedTable(results);
+    parts.push(t.title + '\n' + table(t.header, t.rows));
+    parts.push(t.trainTitle + '\n' + table(t.trainHeader, t.trainRows));
+  }
   if (results.targets.length) {
     parts.push('Targets\n' + table(['target', 'goal', 'measured', '', 'detail'],
                                    targetRows(results), 'llrll'));
@@ -557,6 +583,16 @@ function markdown(results) {
   if (results.serving && results.serving.backends) {
     const t = servingTable(results.serving);
     lines.push('## Serving', '', t.title + '.', '', mdTable(t.header, t.rows, 1), '');
+  }
+  if (results.distributed) {
+    const t = distributedTable(results);
+    lines.push('## Beyond one machine', '', `${t.title}:`, '', mdTable(t.header, t.rows), '',
+               `${t.trainTitle}:`, '', mdTable(t.trainHeader, t.trainRows), '',
+               'Each remote op is one gRPC round trip (TF\'s eager ops run one at a time), so a ' +
+               'remote predict costs about a round trip per layer op. With 2 cores the two ' +
+               'workers share them and add an all-reduce per gradient each step: a second ' +
+               'worker cannot show a speed-up here; it needs cores (or machines) of its own.',
+               '');
   }
   if (results.targets.length) {
     lines.push('## Targets', '', mdTable(['target', 'goal', 'measured', '', 'detail'],

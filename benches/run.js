@@ -12,8 +12,10 @@
 //   --quick              a subset, one pass (for development; does not touch RESULTS.md)
 //   --backends=a,b       backends to run (default: tensorflow,tfjs-node,wasm,cpu,keras)
 //   --models=a,b         models to run (default: all, or the quick subset)
-//   --only=models,micro,rss,clients   groups to run (default: all four; clients: real client
-//                        libraries of tfjs-node, scripts/clients.js, on tensorflow, tfjs-node, wasm)
+//   --only=models,micro,rss,clients,distributed   groups to run (default: all; clients: real
+//                        client libraries of tfjs-node, scripts/clients.js, on tensorflow,
+//                        tfjs-node, wasm; distributed: benches/distributed.js, tf.node's
+//                        distributed runtime on 127.0.0.1, this package only)
 //   --passes=N           worker processes per model and backend, interleaved across backends
 //                        (default 3; cpu and quick runs: 1)
 //   --write              write RESULTS.md and the SVG even for a partial or quick run
@@ -42,7 +44,7 @@ const TFJS_BACKENDS = ALL_BACKENDS.filter((b) => b !== 'keras');
 const PREDICT_CALLS = 20;
 const FIT_EPOCHS = 10;
 const QUICK_MODELS = ['dense-tiny', 'convolutional-1filters', 'rnn-SimpleRNN', 'graph-model'];
-const GROUPS = ['models', 'micro', 'rss', 'clients', 'serving'];
+const GROUPS = ['models', 'micro', 'rss', 'clients', 'serving', 'distributed'];
 
 function parseArgs(argv) {
   const o = {quick: false, write: false};
@@ -414,6 +416,22 @@ function runClients(opts, backends, results) {
   });
 }
 
+/** benches/distributed.js in a process of its own (it starts worker processes itself). */
+function runDistributed(opts, results) {
+  const out = path.join(tmp, `r${seq++}.json`);
+  const child = spawnSync(process.execPath,
+                          [path.join(__dirname, 'distributed.js'),
+                           ...(opts.quick ? ['--quick'] : []), '--json', out],
+                          {cwd: ROOT, encoding: 'utf8', timeout: 10 * 60 * 1000,
+                           env: {...process.env, TF_CPP_MIN_LOG_LEVEL: '2'}});
+  try {
+    results.distributed = JSON.parse(fs.readFileSync(out, 'utf8'));
+  } catch (e) {
+    console.error(`  [distributed] failed (exit ${child.status}): ` +
+                  String(child.stderr || '').slice(-2000));
+  }
+}
+
 // ------------------------------------------------------------------ main
 
 function main() {
@@ -490,6 +508,10 @@ function main() {
   if (opts.only.includes('serving') && tfjsBackends.length) {
     console.log('\nserving: an HTTP server predicting per request under load (benches/serving.js):');
     require('./serving').runServing(opts, tfjsBackends.filter((b) => b !== 'cpu'), results);
+  }
+  if (opts.only.includes('distributed') && backends.includes(PRIMARY)) {
+    console.log('\ntf.node distributed runtime on 127.0.0.1:');
+    runDistributed(opts, results);
   }
   results.seconds = Math.round((Date.now() - started) / 1000);
   report.derive(results);

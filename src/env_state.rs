@@ -82,6 +82,17 @@ impl EnvState {
         self.end_run_of(id, self.executor.enabled)
     }
 
+    /// Runs every deferred op and executor job now, so that each tensor is computed and no
+    /// job is left running (before the context is reconfigured under them).
+    pub fn finish_all_work(&mut self) -> Result<()> {
+        let plans = std::mem::take(&mut self.prepared_ops);
+        let ended = crate::trace::end_run(self, &plans, false);
+        self.prepared_ops = plans;
+        ended?;
+        self.executor.wait_idle(&self.status);
+        self.tensors.settle_all_pending(&self.status)
+    }
+
     fn end_run_of(&mut self, id: u64, in_background: bool) -> Result<()> {
         let plans = std::mem::take(&mut self.prepared_ops);
         let ended = crate::trace::settle(self, &plans, id, in_background);

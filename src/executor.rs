@@ -147,7 +147,11 @@ impl Job {
 struct Queue {
     jobs: VecDeque<Arc<Job>>,
     stopping: bool,
+    /// The thread is running a job.
+    running: bool,
 }
+
+type Shared = (Mutex<Queue>, Condvar);
 
 /// The env's executor: its queue, its thread (started with the first job) and the promises
 /// waiting on jobs.
@@ -155,7 +159,8 @@ pub struct Executor {
     /// `TFJS_NODE_RS_BACKGROUND=0` turns jobs off: everything runs on the JS thread, as reads
     /// need it.
     pub enabled: bool,
-    queue: Arc<(Mutex<Queue>, Condvar)>,
+    /// The condvar wakes the thread for a job, and `wait_idle` when a job is done.
+    queue: Arc<Shared>,
     thread: Option<JoinHandle<()>>,
     completions: Arc<Completions>,
     /// Jobs made; `stats().backgroundRuns`.
@@ -228,6 +233,25 @@ impl Executor {
             .ok_or_else(|| unknown_ticket(ticket))
     }
 
+    /// Runs the queued jobs here and waits for the one in progress: nothing runs after this
+    /// returns until the next `submit` (before the context changes under the jobs).
+    pub fn wait_idle(&self, status: &Status) {
+        let (queue, changed) = &*self.queue;
+        let queued: Vec<Arc<Job>> = {
+            let mut queue = queue.lock().unwrap_or_else(|p| p.into_inner());
+            queue.jobs.drain(..).collect()
+        };
+        for job in queued {
+            job.run_if_queued(status);
+        }
+        let guard = queue.lock().unwrap_or_else(|p| p.into_inner());
+        drop(
+            changed
+                .wait_while(guard, |q| q.running)
+                .unwrap_or_else(|p| p.into_inner()),
+        );
+    }
+
     /// A promise resolved (with `undefined`) on the JS thread once `job` is done.
     pub fn when_done(&self, js: Js, job: Arc<Job>) -> Result<Value> {
         self.completions.wait_for(js, job)
@@ -259,23 +283,26 @@ fn unknown_ticket(ticket: u32) -> Error {
 }
 
 /// The executor thread: runs queued jobs in order until the env shuts down.
-fn work_through(queue: &(Mutex<Queue>, Condvar)) {
+fn work_through(shared: &Shared) {
     let status = Status::new();
-    let (queue, ready) = queue;
+    let (queue, changed) = shared;
+    let lock = || queue.lock().unwrap_or_else(|p| p.into_inner());
     loop {
         let job = {
-            let guard = queue.lock().unwrap_or_else(|p| p.into_inner());
-            let mut guard = ready
-                .wait_while(guard, |q| q.jobs.is_empty() && !q.stopping)
+            let mut guard = changed
+                .wait_while(lock(), |q| q.jobs.is_empty() && !q.stopping)
                 .unwrap_or_else(|p| p.into_inner());
             if guard.stopping {
                 return;
             }
+            guard.running = true;
             guard.jobs.pop_front()
         };
         if let Some(job) = job {
             job.run_if_queued(&status);
         }
+        lock().running = false;
+        changed.notify_all();
     }
 }
 

@@ -29,12 +29,20 @@ pub struct CheckedOut {
 }
 
 impl OpCache {
+    /// An op for `name`, placed on the context's device scope when one is active (ops come back
+    /// reset to no device preference).
     pub fn take(&mut self, context: &Context, name: &CStr, status: &Status) -> Result<CheckedOut> {
-        if let Some((key, op)) = self.idle.remove_entry(name.to_bytes()) {
-            return Ok(CheckedOut { key: Some(key), op });
+        let mut checked_out = match self.idle.remove_entry(name.to_bytes()) {
+            Some((key, op)) => CheckedOut { key: Some(key), op },
+            None => CheckedOut {
+                key: None,
+                op: Op::new(context, name, status)?,
+            },
+        };
+        if let Some(device) = context.device_scope() {
+            checked_out.op.set_device(device, status)?;
         }
-        let op = Op::new(context, name, status)?;
-        Ok(CheckedOut { key: None, op })
+        Ok(checked_out)
     }
 
     /// Resets the op at once, so it holds no input tensors while idle, and keeps it for the next

@@ -121,6 +121,16 @@ impl TensorTable {
             .is_some_and(|entry| matches!(entry.slot, Slot::Pending { .. }))
     }
 
+    /// Settles every pending entry (`settle_pending`), so that none refers to a job.
+    pub fn settle_all_pending(&mut self, status: &Status) -> Result<()> {
+        for entry in self.entries.values_mut() {
+            if let Slot::Pending { job, output, .. } = &entry.slot {
+                entry.slot = Slot::Ready(job.output(*output, status)?);
+            }
+        }
+        Ok(())
+    }
+
     /// The pending job `id` waits on; `None` when it is computed or unknown.
     pub fn pending_job(&self, id: u64) -> Option<Arc<Job>> {
         match &self.entries.get(&id)?.slot {

@@ -281,7 +281,13 @@ fn run_in_background(
     let Some(kind) = prepared.node else {
         return Ok(None);
     };
-    if kind.random || kind.fails_on_values || state.tracer.paused || !state.executor.enabled {
+    // In a device scope (`tf.node.withDevice`) ops run where the scope says, eagerly.
+    if kind.random
+        || kind.fails_on_values
+        || state.tracer.paused
+        || !state.executor.enabled
+        || state.context.device_scope().is_some()
+    {
         return Ok(None);
     }
     let pending = ids.iter().any(|&id| state.tensors.is_pending(id));
@@ -640,7 +646,7 @@ fn extend_run(state: &mut EnvState, child: u32, count: u32) -> Result<()> {
 }
 
 /// Ends the run: counts it at its last op and computes what its held outputs need.
-fn end_run(state: &mut EnvState, plans: &[PreparedOp], in_background: bool) -> Result<()> {
+pub fn end_run(state: &mut EnvState, plans: &[PreparedOp], in_background: bool) -> Result<()> {
     let Some(mut run) = state.tracer.run.take() else {
         return Ok(());
     };

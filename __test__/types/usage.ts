@@ -20,6 +20,15 @@ async function main(): Promise<void> {
   const graphCalls: number = tf.node.callGraphStats().replays;
   const whyEager: string | null = tf.node.callGraphStats().lastFailure;
 
+  const server: tf.node.ClusterServer = await tf.node.startServer({ cluster: { worker: ['127.0.0.1:2222'] }, taskIndex: 0 });
+  const target: string = server.target;
+  await tf.node.connectToCluster({ worker: ['127.0.0.1:2222'] }, { timeoutMs: 5000 });
+  const deviceNames: string[] = tf.node.listDevices().map((d) => d.name);
+  const placed: tf.Tensor2D = tf.node.withDevice('/job:worker/replica:0/task:0/device:CPU:0', () => tf.matMul(x, x));
+  const where: string = tf.node.deviceOf(placed, { backing: true });
+  const history: tf.History = await tf.node.distributed.fit(model, x, tf.ones([2, 1]), { cluster: { worker: ['127.0.0.1:2222'] }, taskIndex: 0, batchSize: 2, epochs: 1 });
+  const mean: tf.Tensor2D = tf.node.distributed.allReduce(x, 'Add', 'Div');
+
   const metaGraphs: tf.MetaGraph[] = await tf.node.getMetaGraphsFromSavedModel('/tmp/saved');
   const saved: tf.node.TFSavedModel = await tf.node.loadSavedModel('/tmp/saved', ['serve'], 'serving_default');
   const out = saved.predict(x) as tf.Tensor;

@@ -259,4 +259,4 @@ function tensorsKey(tensors) {
   return key;
 }
 
-module.exports = {CallGraphs, tensorsKey, stats};
+module.exports = {FLAG, CallGraphs, tensorsKey, stats};

@@ -1,5 +1,6 @@
 'use strict';
-// The `tf.node` namespace: SavedModel, image codecs and TensorBoard summaries.
+// The `tf.node` namespace: SavedModel, image codecs, TensorBoard summaries and TF's distributed
+// runtime.
 // Requiring it also installs the other Node-only pieces into tfjs (as tfjs-node does):
 // the `file://` model handler (`tf.io.fileSystem`), `tf.io.nodeHTTPRequest` with http(s)
 // loading, and the progress bar that `model.fit({verbose: 1})` shows.
@@ -9,6 +10,8 @@ const image = require('./image');
 const tensorboard = require('./tensorboard');
 const int64 = require('./int64');
 const graphs = require('../graphs');
+const distributed = require('./distributed');
+const dataParallel = require('./data_parallel');
 const {installIO} = require('./io');
 const {installProgressBar} = require('./progbar');
 
@@ -41,4 +44,11 @@ module.exports = {
   // Whole calls as graphs
   function: graphs.graphFunction,
   callGraphStats: graphs.callGraphStats,
+  // TF's distributed runtime
+  startServer: distributed.startServer,
+  connectToCluster: distributed.connectToCluster,
+  listDevices: distributed.listDevices,
+  withDevice: distributed.withDevice,
+  deviceOf: distributed.deviceOf,
+  distributed: {fit: dataParallel.fit, join: dataParallel.join, allReduce: dataParallel.allReduce},
 };

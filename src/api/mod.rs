@@ -3,6 +3,7 @@
 mod args;
 mod attrs;
 mod calls;
+mod cluster;
 mod execute;
 mod info;
 mod jobs;

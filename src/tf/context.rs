@@ -1,15 +1,47 @@
 //! `TFE_Context`: one per N-API env, so each worker thread runs its own eager runtime.
 
-use std::ffi::CStr;
+use std::ffi::{CStr, CString};
 use std::ptr::NonNull;
 
 use tensorflow_sys as sys;
 
+use super::extern_decls::{TFE_ContextSetServerDefWithTimeout, TFE_EnableCollectiveOps};
 use super::signals::AsyncSignalsBlocked;
 use super::status::Status;
 use crate::error::{Error, Result};
 
-pub struct Context(NonNull<sys::TFE_Context>);
+/// How long a worker keeps this client's remote context without hearing from it (TF's client
+/// pings while it lives), so a client that dies frees its state on the workers; Python's default.
+const REMOTE_KEEP_ALIVE_SECS: i32 = 600;
+
+pub struct Context {
+    raw: NonNull<sys::TFE_Context>,
+    /// The device every eager op of this context is placed on while a device scope is active
+    /// (`tf.node.withDevice`); `None`: TF places ops itself.
+    device_scope: Option<CString>,
+    /// The tasks this context has been (`/job:localhost/replica:0/task:0`, then its task in each
+    /// cluster it was a client of): tensors on their devices are this process's own.
+    local_tasks: Vec<String>,
+    /// What the context is in a cluster, once it is in one.
+    cluster_role: Option<ClusterRole>,
+}
+
+/// TF gives a context either clusters to be the client of (`set_server_def`, again and again) or
+/// one collective group to be a worker of (`enable_collective_ops`, once: TF CHECK-fails on some
+/// later calls), never both.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum ClusterRole {
+    Client,
+    CollectiveWorker,
+}
+
+/// One device the context can place ops on.
+pub struct DeviceInfo {
+    /// The full name, e.g. `/job:worker/replica:0/task:1/device:CPU:0`.
+    pub name: String,
+    /// `CPU`, `GPU`, ...
+    pub device_type: String,
+}
 
 impl Context {
     pub fn new(status: &Status) -> Result<Context> {
@@ -24,31 +56,143 @@ impl Context {
         };
         status.check()?;
         NonNull::new(raw)
-            .map(Context)
+            .map(|raw| Context {
+                raw,
+                device_scope: None,
+                local_tasks: vec!["/job:localhost/replica:0/task:0".into()],
+                cluster_role: None,
+            })
             .ok_or_else(|| Error::Invalid("TFE_NewContext returned no context".into()))
     }
 
     pub(super) fn raw(&self) -> *mut sys::TFE_Context {
-        self.0.as_ptr()
+        self.raw.as_ptr()
     }
 
-    /// The device types the context can place ops on (`CPU`, `GPU`, ...).
-    pub fn device_types(&self, status: &Status) -> Result<Vec<String>> {
-        // SAFETY: the context is live; the list is read, then deleted once.
+    pub fn device_scope(&self) -> Option<&CStr> {
+        self.device_scope.as_deref()
+    }
+
+    pub fn set_device_scope(&mut self, device: Option<CString>) {
+        self.device_scope = device;
+    }
+
+    /// Whether `device` (a full device name) belongs to one of the tasks this process has been.
+    pub fn is_local(&self, device: &str) -> bool {
+        self.local_tasks.iter().any(|task| {
+            device
+                .strip_prefix(task.as_str())
+                .is_some_and(|rest| rest.starts_with("/device:"))
+        })
+    }
+
+    /// Makes the context a client of the cluster in `server_def` (a serialized
+    /// `tensorflow.ServerDef` naming this task, `local_task`, too): ops can then be placed on the
+    /// remote tasks' devices. Fails when a task does not answer within `timeout_ms`.
+    pub fn set_server_def(
+        &mut self,
+        server_def: &[u8],
+        local_task: &str,
+        timeout_ms: i64,
+        status: &Status,
+    ) -> Result<()> {
+        if self.cluster_role == Some(ClusterRole::CollectiveWorker) {
+            return Err(Error::Invalid(
+                "this process is a worker of a collective group, which cannot also be a \
+                 cluster's client"
+                    .into(),
+            ));
+        }
+        // Servers the context starts get their threads here, as in `new`.
+        let _blocked = AsyncSignalsBlocked::new();
+        // SAFETY: the context is live and the bytes outlive the call (TF parses them). Existing
+        // remote contexts are cleared.
+        unsafe {
+            TFE_ContextSetServerDefWithTimeout(
+                self.raw(),
+                REMOTE_KEEP_ALIVE_SECS,
+                server_def.as_ptr().cast(),
+                server_def.len(),
+                timeout_ms,
+                status.raw(),
+                true,
+            )
+        };
+        status.check()?;
+        self.cluster_role = Some(ClusterRole::Client);
+        if !self.local_tasks.iter().any(|task| task == local_task) {
+            self.local_tasks.push(local_task.into());
+        }
+        Ok(())
+    }
+
+    /// Starts this task's server for `server_def` in the context, so collective ops can reach
+    /// the other tasks of the cluster (which do the same).
+    pub fn enable_collective_ops(&mut self, server_def: &[u8], status: &Status) -> Result<()> {
+        match self.cluster_role {
+            Some(ClusterRole::Client) => {
+                return Err(Error::Invalid(
+                    "this process is a cluster's client, which cannot also be a worker of a \
+                     collective group"
+                        .into(),
+                ))
+            }
+            Some(ClusterRole::CollectiveWorker) => {
+                return Err(Error::Invalid(
+                    "this process already is a worker of a collective group (TF takes one per \
+                     process)"
+                        .into(),
+                ))
+            }
+            None => {}
+        }
+        let _blocked = AsyncSignalsBlocked::new();
+        // SAFETY: the context is live and the bytes outlive the call (TF parses them).
+        unsafe {
+            TFE_EnableCollectiveOps(
+                self.raw(),
+                server_def.as_ptr().cast(),
+                server_def.len(),
+                status.raw(),
+            )
+        };
+        status.check()?;
+        self.cluster_role = Some(ClusterRole::CollectiveWorker);
+        Ok(())
+    }
+
+    /// The devices the context can place ops on: local ones, and remote ones once it is a
+    /// cluster's client.
+    pub fn devices(&self, status: &Status) -> Result<Vec<DeviceInfo>> {
+        // SAFETY: the context is live; the list is read, then deleted once; TF's strings are
+        // copied while the list lives.
         unsafe {
             let list = sys::TFE_ContextListDevices(self.raw(), status.raw());
             status.check()?;
             let count = sys::TF_DeviceListCount(list);
-            let mut types = Vec::with_capacity(count.max(0) as usize);
+            let mut devices = Vec::with_capacity(count.max(0) as usize);
             for i in 0..count {
-                let name = sys::TF_DeviceListType(list, i, status.raw());
-                if status.check().is_ok() && !name.is_null() {
-                    types.push(CStr::from_ptr(name).to_string_lossy().into_owned());
+                let name = sys::TF_DeviceListName(list, i, status.raw());
+                let device_type = sys::TF_DeviceListType(list, i, status.raw());
+                if status.check().is_ok() && !name.is_null() && !device_type.is_null() {
+                    devices.push(DeviceInfo {
+                        name: CStr::from_ptr(name).to_string_lossy().into_owned(),
+                        device_type: CStr::from_ptr(device_type).to_string_lossy().into_owned(),
+                    });
                 }
             }
             sys::TF_DeleteDeviceList(list);
-            Ok(types)
+            Ok(devices)
         }
+    }
+
+    /// The device types the context can place ops on (`CPU`, `GPU`, ...).
+    pub fn device_types(&self, status: &Status) -> Result<Vec<String>> {
+        Ok(self
+            .devices(status)?
+            .into_iter()
+            .map(|d| d.device_type)
+            .collect())
     }
 }
 

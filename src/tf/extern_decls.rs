@@ -37,6 +37,26 @@ extern "C" {
     );
     pub fn TF_DeleteShapeAndTypeList(list: *mut TF_ShapeAndTypeList);
 
+    /// Makes a context a client of a cluster, waiting at most `init_timeout_in_ms` for its tasks
+    /// (c/eager/c_api_experimental.h).
+    pub fn TFE_ContextSetServerDefWithTimeout(
+        ctx: *mut sys::TFE_Context,
+        keep_alive_secs: c_int,
+        proto: *const c_void,
+        proto_len: usize,
+        init_timeout_in_ms: i64,
+        status: *mut sys::TF_Status,
+        clear_existing_contexts: bool,
+    );
+
+    /// Starts a context's own server for collective ops (c/c_api_experimental.h).
+    pub fn TFE_EnableCollectiveOps(
+        ctx: *mut sys::TFE_Context,
+        proto: *const c_void,
+        proto_len: usize,
+        status: *mut sys::TF_Status,
+    );
+
     /// Declared with `int` instead of the `TF_DataType` enum: TF returns dtypes (float8, int4)
     /// that the Rust enum lacks, and reading those into it would be undefined behaviour.
     #[link_name = "TFE_TensorHandleDataType"]

@@ -77,6 +77,26 @@ impl TensorHandle {
         status.check()
     }
 
+    /// The device that ran the op producing the handle (`backing: false`), or the device whose
+    /// memory holds the tensor (`backing: true`). Waits for that op to finish.
+    pub fn device_name(&self, backing: bool, status: &Status) -> Result<String> {
+        // SAFETY: the handle is live; TF returns a string the handle owns, copied at once.
+        unsafe {
+            let name = if backing {
+                sys::TFE_TensorHandleBackingDeviceName(self.raw(), status.raw())
+            } else {
+                sys::TFE_TensorHandleDeviceName(self.raw(), status.raw())
+            };
+            status.check()?;
+            if name.is_null() {
+                return Err(Error::Invalid("TF returned no device name".into()));
+            }
+            Ok(std::ffi::CStr::from_ptr(name)
+                .to_string_lossy()
+                .into_owned())
+        }
+    }
+
     /// The host tensor behind the handle; it shares the handle's buffer.
     pub fn resolve(&self, status: &Status) -> Result<Tensor> {
         // SAFETY: the handle is live; the returned tensor holds its own reference.

@@ -9,6 +9,7 @@ pub mod graph;
 pub mod handle;
 pub mod op;
 pub mod op_def;
+pub mod server;
 pub mod session;
 pub mod signals;
 pub mod status;

@@ -44,6 +44,13 @@ impl Op {
         status.check()
     }
 
+    /// Places the op on `device` (a full or partial device name, e.g. `/job:worker/task:1`).
+    pub fn set_device(&mut self, device: &CStr, status: &Status) -> Result<()> {
+        // SAFETY: the op is live and the name a valid C string, which TF copies.
+        unsafe { sys::TFE_OpSetDevice(self.raw(), device.as_ptr(), status.raw()) };
+        status.check()
+    }
+
     fn raw(&self) -> *mut sys::TFE_Op {
         self.0.as_ptr()
     }

@@ -1,0 +1,382 @@
+'use strict';
+// TF's distributed runtime from Node: worker processes serving TF's gRPC server
+// (tf.node.startServer), this process as their client (connectToCluster, listDevices,
+// withDevice, deviceOf), data-parallel training on TF's collectives (tf.node.distributed.fit)
+// against one-process training, failures as JS errors, and a Python TF server as a worker.
+// Every task is a child process on 127.0.0.1 and free ports, killed when the tests end.
+
+const test = require('node:test');
+const assert = require('node:assert');
+const fs = require('fs');
+const net = require('net');
+const os = require('os');
+const path = require('path');
+const {spawn} = require('child_process');
+
+const tf = require('..');
+const {trainingSetup} = require('./support/cluster_model');
+const {freePorts} = require('../js/node/distributed');
+
+// gRPC sends through http(s)_proxy when one is set (CI machines may set one); the tasks here are
+// all on this machine. Child processes inherit it.
+process.env.no_grpc_proxy = '127.0.0.1,localhost';
+
+const TASK = path.join(__dirname, 'support', 'cluster_task.js');
+/** Any child that has not said it is ready within this fails its test. */
+const START_MS = 60000;
+const children = new Set();
+
+test.after(() => {
+  for (const child of children) child.kill('SIGKILL');
+});
+
+/**
+ * Starts `command args`; resolves with the child and its first stdout line that starts with
+ * one of `words` (its answer). The child is killed at the end of the tests at the latest.
+ */
+function startChild(command, args, words = ['ready', 'weights', 'error']) {
+  const child = spawn(command, args, {stdio: ['pipe', 'pipe', 'pipe']});
+  children.add(child);
+  child.on('exit', () => children.delete(child));
+  let stderr = '';
+  child.stderr.on('data', (d) => {
+    stderr = (stderr + d).slice(-4000);
+  });
+  return new Promise((resolve, reject) => {
+    let out = '';
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`${path.basename(args[0])} said nothing in ${START_MS} ms:\n${stderr}`));
+    }, START_MS);
+    child.stdout.on('data', (d) => {
+      out += d;
+      // Whole lines only: a line can arrive in pieces.
+      for (const line of out.split('\n').slice(0, -1)) {
+        if (words.some((w) => line.startsWith(w + ' '))) {
+          clearTimeout(timer);
+          resolve({child, line});
+          return;
+        }
+      }
+    });
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`${path.basename(args[0])} exited (${code}) before answering:\n${stderr}`));
+    });
+  });
+}
+
+const addressesOf = (ports) => ports.map((p) => `127.0.0.1:${p}`);
+const worker = (task) => `/job:worker/replica:0/task:${task}/device:CPU:0`;
+
+function close(actual, expected, eps = 1e-4, what = '') {
+  assert.strictEqual(actual.length, expected.length, `${what} length`);
+  for (let i = 0; i < expected.length; i++) {
+    assert.ok(Math.abs(actual[i] - expected[i]) <= eps * Math.max(1, Math.abs(expected[i])),
+              `${what}[${i}] ${actual[i]} != ${expected[i]}`);
+  }
+}
+
+test('arguments are checked before TF sees them', async () => {
+  const cluster = {worker: ['127.0.0.1:2222']};
+  await assert.rejects(tf.node.startServer({cluster: ['127.0.0.1:2222']}), TypeError);
+  await assert.rejects(tf.node.startServer({cluster: {Worker: ['127.0.0.1:2222']}}), /job name/);
+  await assert.rejects(tf.node.startServer({cluster: {worker: ['127.0.0.1:70000']}}),
+                       /not a 'host:port'/);
+  await assert.rejects(tf.node.startServer({cluster: {worker: []}}), TypeError);
+  await assert.rejects(tf.node.startServer({cluster, taskIndex: 1}), RangeError);
+  await assert.rejects(tf.node.startServer({cluster, jobName: 'ps'}), /not a job/);
+  await assert.rejects(tf.node.connectToCluster(cluster, {timeoutMs: 0}), RangeError);
+  await assert.rejects(tf.node.connectToCluster({client: ['127.0.0.1:1']}), /already has a job/);
+  assert.throws(() => tf.node.withDevice('', () => 1), TypeError);
+  assert.throws(() => tf.node.withDevice(worker(0), 1), TypeError);
+  assert.throws(() => tf.node.deviceOf([1]), TypeError);
+  await assert.rejects(tf.node.distributed.fit({}, null, null, {cluster, taskIndex: 0}),
+                       TypeError);
+  assert.throws(() => tf.node.distributed.allReduce(tf.scalar(1), 'Add', 'Id'), /join/);
+  // Batches that cannot be split evenly are refused before the process joins a cluster.
+  const {model, x, y} = trainingSetup(tf, 0);
+  const pair = {worker: ['127.0.0.1:2222', '127.0.0.1:2223']};
+  await assert.rejects(tf.node.distributed.fit(model, x, y, {cluster: pair, taskIndex: 0,
+                                                            batchSize: 7}), RangeError);
+  await assert.rejects(tf.node.distributed.fit(model, x.slice(0, 23), y.slice(0, 23),
+                                               {cluster: pair, taskIndex: 0, batchSize: 8}),
+                       /cannot be split evenly/);
+  await assert.rejects(tf.node.distributed.fit(model, x, y, {cluster: pair, taskIndex: 0,
+                                                            shuffle: true}), TypeError);
+});
+
+test('a port already taken is a JS error with TF\'s message', async () => {
+  const holder = net.createServer();
+  await new Promise((resolve) => holder.listen(0, resolve));
+  try {
+    const port = holder.address().port;
+    await assert.rejects(
+        tf.node.startServer({cluster: {worker: [`127.0.0.1:${port}`]}}),
+        (e) => e instanceof Error && /Could not start gRPC server/.test(e.message) &&
+            e.code === 'UNKNOWN');
+  } finally {
+    holder.close();
+  }
+});
+
+test('a server in this process: its target, TF\'s answer to stop, its port taken', async () => {
+  const [port] = await freePorts(1);
+  const cluster = {worker: [`127.0.0.1:${port}`]};
+  const server = await tf.node.startServer({cluster, jobName: 'worker', taskIndex: 0});
+  assert.strictEqual(server.target, `grpc://127.0.0.1:${port}`);
+  // TF 2.21 cannot stop a started gRPC server; the server keeps serving (to the process's end).
+  await assert.rejects(server.stop(), (e) => e instanceof Error && e.code === 'UNIMPLEMENTED' &&
+                                             /Clean shutdown is not currently implemented/.test(e.message));
+  await assert.rejects(tf.node.startServer({cluster}), /Could not start gRPC server/);
+});
+
+test('a worker that is not there: connectToCluster rejects within its timeout', async () => {
+  const [port] = await freePorts(1);
+  const start = Date.now();
+  await assert.rejects(
+      tf.node.connectToCluster({worker: [`127.0.0.1:${port}`]}, {timeoutMs: 1500}),
+      (e) => e instanceof Error && e.code === 'UNAVAILABLE' && /127\.0\.0\.1/.test(e.message));
+  assert.ok(Date.now() - start < 15000, `took ${Date.now() - start} ms`);
+  // The process still computes locally.
+  assert.deepStrictEqual(Array.from(tf.add(tf.scalar(1), 2).dataSync()), [3]);
+});
+
+test('Node worker processes run ops and models placed on them', async (t) => {
+  const ports = await freePorts(2);
+  const cluster = {worker: addressesOf(ports)};
+  const started = await Promise.all(
+      [0, 1].map((i) => startChild(process.execPath, [TASK, 'server', JSON.stringify(cluster),
+                                                      String(i)])));
+  for (const {line} of started) assert.match(line, /^ready grpc:\/\/127\.0\.0\.1:\d+$/);
+  const [, second] = started;
+
+  await tf.node.connectToCluster(cluster, {timeoutMs: 20000});
+
+  await t.test('the remote devices are listed beside the local one', () => {
+    const names = tf.node.listDevices().map((d) => d.name);
+    assert.ok(names.includes(worker(0)), names.join(', '));
+    assert.ok(names.includes(worker(1)), names.join(', '));
+    assert.ok(names.some((n) => n.startsWith('/job:client/')), names.join(', '));
+  });
+
+  await t.test('an op runs on the device named, local inputs moving there', () => {
+    const a = tf.tensor1d([1, 2, 3]);
+    const remote = tf.node.withDevice(worker(1), () => tf.mul(a, tf.scalar(2)));
+    assert.strictEqual(tf.node.deviceOf(remote), worker(1));
+    assert.strictEqual(tf.node.deviceOf(remote, {backing: true}), worker(1));
+    assert.deepStrictEqual(Array.from(remote.dataSync()), [2, 4, 6]);
+    // Outside the scope ops run here again, on a remote tensor too.
+    const local = tf.add(remote, 1);
+    assert.match(tf.node.deviceOf(local), /^\/job:client\//);
+    assert.deepStrictEqual(Array.from(local.dataSync()), [3, 5, 7]);
+    // From one worker to the other.
+    const moved = tf.node.withDevice(worker(0), () => tf.sub(remote, a));
+    assert.strictEqual(tf.node.deviceOf(moved), worker(0));
+    assert.deepStrictEqual(Array.from(moved.dataSync()), [1, 2, 3]);
+  });
+
+  await t.test('scopes nest, and an unknown device is TF\'s error', () => {
+    const inner = tf.node.withDevice(worker(0), () => {
+      const x = tf.node.withDevice(worker(1), () => tf.neg(tf.scalar(4)));
+      assert.strictEqual(tf.node.deviceOf(x), worker(1));
+      return tf.abs(x);
+    });
+    assert.strictEqual(tf.node.deviceOf(inner), worker(0));
+    assert.strictEqual(inner.dataSync()[0], 4);
+    assert.throws(() => tf.node.withDevice('/job:worker/replica:0/task:7/device:CPU:0',
+                                           () => tf.neg(tf.scalar(1))),
+                  (e) => e instanceof Error && typeof e.code === 'string' && e.code !== 'OK');
+    assert.match(tf.node.deviceOf(tf.neg(tf.scalar(1))), /^\/job:client\//);
+  });
+
+  await t.test('a model predicts remotely as it does locally', () => {
+    const model = tf.sequential({layers: [
+      tf.layers.dense({inputShape: [4], units: 8, activation: 'relu',
+                       kernelInitializer: tf.initializers.glorotUniform({seed: 3})}),
+      tf.layers.dense({units: 3, activation: 'softmax',
+                       kernelInitializer: tf.initializers.glorotUniform({seed: 4})}),
+    ]});
+    const x = tf.tensor2d(Float32Array.from({length: 20}, (_, i) => Math.sin(i)), [5, 4]);
+    const expected = model.predict(x).dataSync();
+    for (let call = 0; call < 3; call++) {
+      const y = tf.node.withDevice(worker(0), () => model.predict(x));
+      assert.strictEqual(tf.node.deviceOf(y), worker(0));
+      close(y.dataSync(), expected, 1e-5, `call ${call}`);
+    }
+    close(model.predict(x).dataSync(), expected, 1e-5, 'local again');
+  });
+
+  await t.test('a worker that dies: its ops fail, the others go on, reconnecting works',
+               async () => {
+    second.child.kill('SIGKILL');
+    await new Promise((resolve) => second.child.once('exit', resolve));
+    const start = Date.now();
+    assert.throws(() => {
+      const y = tf.node.withDevice(worker(1), () => tf.add(tf.scalar(1), tf.scalar(2)));
+      y.dataSync();
+    }, (e) => e instanceof Error && typeof e.message === 'string' && e.message.length > 0);
+    assert.ok(Date.now() - start < 30000, `took ${Date.now() - start} ms`);
+    const mirrored = tf.tensor1d([5, 6]);
+    const before = {
+      remote: tf.node.withDevice(worker(0), () => tf.add(tf.scalar(1), tf.scalar(4))),
+      local: tf.add(tf.scalar(1), tf.scalar(5)),
+      // TF caches the copy of `mirrored` made on worker 0 for this op.
+      negated: tf.node.withDevice(worker(0), () => tf.neg(mirrored)),
+    };
+    assert.deepStrictEqual(Array.from(before.negated.dataSync()), [-5, -6]);
+    await tf.node.connectToCluster({worker: [cluster.worker[0]]}, {timeoutMs: 20000});
+    const y = tf.node.withDevice(worker(0), () => tf.add(tf.scalar(1), tf.scalar(2)));
+    assert.strictEqual(y.dataSync()[0], 3);
+    assert.strictEqual(tf.node.deviceOf(y), worker(0));
+    // A tensor left on the old cluster's devices is gone (an error, where TF would crash);
+    // this process's own tensors stay.
+    assert.throws(() => before.remote.dataSync(), /not been computed/);
+    assert.throws(() => tf.add(before.remote, 1), Error);
+    before.remote.dispose();
+    assert.strictEqual(before.local.dataSync()[0], 6);
+    assert.strictEqual(tf.add(before.local, 1).dataSync()[0], 7);
+    // The copy cached on the old cluster is not used on the new one (it named another tensor).
+    const again = tf.node.withDevice(worker(0), () => tf.mul(mirrored, tf.tensor1d([10, 10])));
+    assert.deepStrictEqual(Array.from(again.dataSync()), [50, 60]);
+  });
+});
+
+test('a worker that dies during a call: the call fails with TF\'s error, no hang', async () => {
+  const ports = await freePorts(1);
+  const cluster = JSON.stringify({worker: addressesOf(ports)});
+  await startChild(process.execPath, [TASK, 'server', cluster, '0', '3000']);
+  const start = Date.now();
+  const {line} = await startChild(process.execPath, [TASK, 'block', cluster, '0'],
+                                  ['error', 'done']);
+  assert.match(line, /^error /);
+  const {code, message} = JSON.parse(line.slice('error '.length));
+  assert.strictEqual(code, 'UNAVAILABLE', message);
+  assert.ok(Date.now() - start < START_MS);
+});
+
+test('data-parallel fit over 2 workers equals one-process fit on the global batches',
+     async () => {
+  const ports = await freePorts(2);
+  const cluster = JSON.stringify({worker: addressesOf(ports)});
+  const answers = await Promise.all(
+      [0, 1].map((i) => startChild(process.execPath, [TASK, 'fit', cluster, String(i)])));
+  const weights = answers.map(({line}) => {
+    assert.match(line, /^weights /);
+    return JSON.parse(line.slice('weights '.length));
+  });
+
+  const {model, x, y, fitArgs} = trainingSetup(tf, 0);
+  const before = model.getWeights().map((w) => Array.from(w.dataSync()));
+  await model.fit(x, y, {...fitArgs, shuffle: false});
+  const expected = model.getWeights().map((w) => Array.from(w.dataSync()));
+
+  assert.strictEqual(weights[0].length, expected.length);
+  for (let i = 0; i < expected.length; i++) {
+    close(weights[0][i], expected[i], 1e-4, `task 0 weight ${i}`);
+    close(weights[1][i], weights[0][i], 1e-6, `task 1 weight ${i}`);
+    assert.ok(expected[i].some((v, k) => Math.abs(v - before[i][k]) > 1e-3),
+              `weight ${i} trained`);
+  }
+});
+
+test('a worker that never joins: fit fails within its timeout', async () => {
+  const ports = await freePorts(2);
+  const cluster = JSON.stringify({worker: addressesOf(ports)});
+  const start = Date.now();
+  const {line} = await startChild(process.execPath, [TASK, 'fit', cluster, '0', '3000']);
+  assert.match(line, /^error /);
+  assert.match(JSON.parse(line.slice('error '.length)).message, /no worker answered/);
+  assert.ok(Date.now() - start < START_MS);
+});
+
+test('a worker that stops taking part: fit fails with TF\'s error within its timeout',
+     async () => {
+  const ports = await freePorts(2);
+  const cluster = JSON.stringify({worker: addressesOf(ports)});
+  const start = Date.now();
+  const [trainer, leaver] = await Promise.all([
+    startChild(process.execPath, [TASK, 'fit', cluster, '0', '3000']),
+    startChild(process.execPath, [TASK, 'join', cluster, '1', '3000'], ['left']),
+  ]);
+  assert.match(leaver.line, /^left/);
+  assert.match(trainer.line, /^error /);
+  const {message, code} = JSON.parse(trainer.line.slice('error '.length));
+  assert.ok(['DEADLINE_EXCEEDED', 'UNAVAILABLE', 'ABORTED', 'CANCELLED'].includes(code),
+            `${code}: ${message}`);
+  assert.ok(Date.now() - start < START_MS);
+});
+
+test('examples/distributed.js runs: remote ops, then two workers end with equal weights',
+     async () => {
+  const example = path.join(__dirname, '..', 'examples', 'distributed.js');
+  const child = spawn(process.execPath, [example], {stdio: ['ignore', 'pipe', 'pipe']});
+  children.add(child);
+  let out = '';
+  child.stdout.on('data', (d) => {
+    out += d;
+  });
+  const timer = setTimeout(() => child.kill('SIGKILL'), START_MS);
+  const code = await new Promise((resolve) => child.on('exit', resolve));
+  clearTimeout(timer);
+  children.delete(child);
+  assert.strictEqual(code, 0, out);
+  assert.match(out, /matMul ran on \/job:worker\/replica:0\/task:0\/device:CPU:0: \[ 7, 10, 15, 22 \]/);
+  assert.match(out, /largest difference from local: 0\n/);
+  const weights = [...out.matchAll(/task \d: .*first weights (.*)/g)].map((m) => m[1]);
+  assert.strictEqual(weights.length, 2, out);
+  assert.strictEqual(weights[0], weights[1]);
+});
+
+/**
+ * The Python with TensorFlow 2.21 of benches/keras's venv (`TFJS_NODE_RS_KERAS_VENV`, default
+ * ~/.cache/tfjs-node-rs/keras-venv), if this machine has it.
+ */
+function tensorflowPython() {
+  const venv = process.env.TFJS_NODE_RS_KERAS_VENV ||
+      path.join(os.homedir(), '.cache', 'tfjs-node-rs', 'keras-venv');
+  const python = path.join(venv, 'bin', 'python');
+  return fs.existsSync(python) ? python : undefined;
+}
+
+const PYTHON_SERVER = `
+import sys
+try:
+    import tensorflow as tf
+except ImportError as e:
+    print('skip', e, flush=True)
+    sys.exit(0)
+server = tf.distribute.Server({'worker': [sys.argv[1]]}, job_name='worker', task_index=0)
+print('ready', server.target, flush=True)
+sys.stdin.read()
+`;
+
+test('a Python tf.distribute.Server serves a Node client', async (t) => {
+  const python = tensorflowPython();
+  if (python === undefined) {
+    t.skip('no Python with tensorflow: sh benches/keras/setup.sh makes its venv ' +
+           '(or set TFJS_NODE_RS_KERAS_VENV)');
+    return;
+  }
+  const [port] = await freePorts(1);
+  const address = `127.0.0.1:${port}`;
+  const {line} = await startChild(python, ['-c', PYTHON_SERVER, address], ['ready', 'skip']);
+  if (line.startsWith('skip ')) {
+    t.skip(`${python} has no tensorflow: ${line.slice(5)}`);
+    return;
+  }
+  assert.match(line, /^ready grpc:\/\//);
+  await tf.node.connectToCluster({worker: [address]}, {timeoutMs: 20000});
+  assert.ok(tf.node.listDevices().some((d) => d.name === worker(0)));
+  const a = tf.tensor2d([[1, 2], [3, 4]]);
+  const y = tf.node.withDevice(worker(0), () => tf.matMul(a, a));
+  assert.strictEqual(tf.node.deviceOf(y), worker(0));
+  assert.deepStrictEqual(Array.from(y.dataSync()), [7, 10, 15, 22]);
+});
+
+// This process became a cluster's client in the tests above.
+test('a cluster\'s client cannot also join a collective group', async () => {
+  await assert.rejects(
+      tf.node.distributed.join({cluster: {worker: ['127.0.0.1:2222']}, taskIndex: 0}),
+      /cluster's client/);
+});

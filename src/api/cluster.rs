@@ -1,0 +1,175 @@
+//! `startServer`, `connectToCluster`, `enableCollectiveOps`, `listDevices`, `setDeviceScope`,
+//! `tensorDevice`: TF's distributed runtime (js/node/distributed.js builds the `ServerDef`s).
+
+use std::ffi::CString;
+
+use napi::bindgen_prelude::{Env, Uint8Array};
+
+use super::js_call;
+use crate::env_state::EnvState;
+use crate::error::{Error, Result};
+use crate::tf::dtype::Layout;
+use crate::tf::handle::TensorHandle;
+use crate::tf::server::Server;
+use crate::tf::signals::AsyncSignalsBlocked;
+use crate::tf::status::Status;
+
+/// TF's gRPC server running in this process, as a task of a cluster.
+#[napi_derive::napi(js_name = "TfServer")]
+pub struct TfServer {
+    server: Server,
+    status: Status,
+}
+
+#[napi_derive::napi]
+impl TfServer {
+    /// The server's `grpc://host:port` address.
+    #[napi_derive::napi(getter)]
+    pub fn target(&self) -> String {
+        self.server.target()
+    }
+
+    /// Asks TF to stop serving; throws TF's error where it cannot (a started gRPC server).
+    #[napi_derive::napi]
+    pub fn stop(&mut self, env: Env) -> napi::Result<()> {
+        js_call(&env, |_| self.server.stop(&self.status))
+    }
+}
+
+/// Starts a server for `serverDef` (a serialized `tensorflow.ServerDef`).
+#[napi_derive::napi(js_name = "startServer")]
+pub fn start_server(env: Env, server_def: Uint8Array) -> napi::Result<TfServer> {
+    js_call(&env, |_| {
+        let status = Status::new();
+        let _blocked = AsyncSignalsBlocked::new();
+        let mut server = Server::new(&server_def, &status)?;
+        server.start(&status)?;
+        Ok(TfServer { server, status })
+    })
+}
+
+/// Makes this env's context a client of the cluster in `serverDef`, which names this client as
+/// its own task, `localTask` (`/job:client/replica:0/task:0`). Deferred work is finished first
+/// and cached ops dropped: they belong to the context's devices before the change; so are the
+/// tensors on other tasks' devices (`forget_remote_state`).
+#[napi_derive::napi(js_name = "connectToCluster")]
+pub fn connect_to_cluster(
+    env: Env,
+    server_def: Uint8Array,
+    local_task: String,
+    timeout_ms: f64,
+) -> napi::Result<()> {
+    js_call(&env, |js| {
+        if !(timeout_ms.is_finite() && timeout_ms >= 1.0) {
+            return Err(Error::Range(format!(
+                "timeoutMs must be a positive number of milliseconds, got {timeout_ms}"
+            )));
+        }
+        let state = EnvState::get(js)?;
+        state.finish_all_work()?;
+        state.ops.clear();
+        forget_remote_state(state)?;
+        state
+            .context
+            .set_server_def(&server_def, &local_task, timeout_ms as i64, &state.status)
+    })
+}
+
+/// Readies the env's tensors for a new cluster. Tensors on other tasks' devices are dropped
+/// (their ids stay, as tensors not computed): TF replaces the remote devices, and reading such a
+/// tensor afterwards crashes the process. This process's own tensors get fresh handles over the
+/// same memory: TF's handles cache their copies on remote devices by an op id that the new
+/// cluster's remote contexts hand out again, so a kept handle would feed another tensor's
+/// values to remote ops. Opaque handles (resources, variants) stay as they are.
+fn forget_remote_state(state: &mut EnvState) -> Result<()> {
+    // Ids count up from 1 and are never reused; connecting is rare, so a scan serves.
+    for id in 1..=state.tensors.last_id() {
+        let Ok(handle) = state.tensors.handle(id) else {
+            continue;
+        };
+        let local = handle
+            .device_name(true, &state.status)
+            .is_ok_and(|device| state.context.is_local(&device));
+        if !local {
+            drop(state.tensors.take_handle(id));
+        } else if handle
+            .dtype()
+            .is_ok_and(|dtype| dtype.layout != Layout::Opaque)
+        {
+            let fresh = TensorHandle::from_tensor(&handle.resolve(&state.status)?, &state.status)?;
+            state.tensors.fill(id, fresh);
+        }
+    }
+    Ok(())
+}
+
+/// Starts this task's server in the env's context for collective ops across the cluster in
+/// `serverDef` (every task calls it with its own task index).
+#[napi_derive::napi(js_name = "enableCollectiveOps")]
+pub fn enable_collective_ops(env: Env, server_def: Uint8Array) -> napi::Result<()> {
+    js_call(&env, |js| {
+        let state = EnvState::get(js)?;
+        state.finish_all_work()?;
+        state.ops.clear();
+        state
+            .context
+            .enable_collective_ops(&server_def, &state.status)
+    })
+}
+
+/// A device the env's context can place ops on.
+#[napi_derive::napi(object)]
+pub struct DeviceInfo {
+    /// The full name, e.g. `/job:worker/replica:0/task:1/device:CPU:0`.
+    pub name: String,
+    /// `CPU`, `GPU`, ...
+    pub device_type: String,
+}
+
+#[napi_derive::napi(js_name = "listDevices")]
+pub fn list_devices(env: Env) -> napi::Result<Vec<DeviceInfo>> {
+    js_call(&env, |js| {
+        let state = EnvState::get(js)?;
+        Ok(state
+            .context
+            .devices(&state.status)?
+            .into_iter()
+            .map(|d| DeviceInfo {
+                name: d.name,
+                device_type: d.device_type,
+            })
+            .collect())
+    })
+}
+
+/// Places every eager op from now on on `device` (`null`: TF places them). The deferred run in
+/// progress is finished first, so its ops run where they were issued.
+#[napi_derive::napi(js_name = "setDeviceScope")]
+pub fn set_device_scope(env: Env, device: Option<String>) -> napi::Result<()> {
+    js_call(&env, |js| {
+        let device = device
+            .map(|name| {
+                CString::new(name)
+                    .map_err(|_| Error::Type("a device name must not hold a NUL byte".into()))
+            })
+            .transpose()?;
+        let state = EnvState::get(js)?;
+        state.finish_all_work()?;
+        state.context.set_device_scope(device);
+        Ok(())
+    })
+}
+
+/// The device that ran the op producing tensor `id` (`backing`: the device holding its memory).
+#[napi_derive::napi(js_name = "tensorDevice")]
+pub fn tensor_device(env: Env, id: f64, backing: bool) -> napi::Result<String> {
+    js_call(&env, |js| {
+        let state = EnvState::get(js)?;
+        let id = super::execute::tensor_id(id)?;
+        state.settle(id)?;
+        state
+            .tensors
+            .handle(id)?
+            .device_name(backing, &state.status)
+    })
+}
