@@ -197,7 +197,7 @@ export interface OpDefinition {
 /** Names of every op registered with TF (its own and this package's). */
 export declare function opNames(): Array<string>
 
-/** Pauses deferring (or resumes it): ops run at once while paused (see `trace`). */
+/** Pauses deferring (or resumes it): ops run at once while paused (see `ops::deferred`). */
 export declare function pauseDeferring(paused: boolean): void
 
 /**
@@ -281,7 +281,7 @@ export interface Stats {
   pendingReleases: number
   /** ArrayBuffers over native memory (from `alloc` and reads) not yet collected, process-wide. */
   externalBuffers: number
-  /** Op calls whose running was deferred to the end of their run (see `trace`). */
+  /** Op calls whose running was deferred to the end of their run (see `ops::deferred`). */
   deferredOps: number
   /** Runs of deferred ops turned into graph nodes. */
   compiledRuns: number

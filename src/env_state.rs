@@ -2,20 +2,20 @@
 
 use std::sync::Arc;
 
-use crate::api::PreparedOp;
 use crate::error::Result;
 use crate::executor::Executor;
 use crate::graphs::calls::CallGraphs;
 use crate::graphs::single_ops::SingleOps;
 use crate::js::{EnvData, Js};
 use crate::op_cache::OpCache;
+use crate::ops::deferred::Tracer;
+use crate::ops::PreparedOp;
 use crate::release::ReleaseQueue;
 use crate::sharing::ReadViews;
 use crate::tensor_table::TensorTable;
 use crate::tf::context::Context;
 use crate::tf::handle::TensorHandle;
 use crate::tf::status::Status;
-use crate::trace::Tracer;
 
 #[derive(Default)]
 pub struct Counters {
@@ -86,7 +86,7 @@ impl EnvState {
     /// job is left running (before the context is reconfigured under them).
     pub fn finish_all_work(&mut self) -> Result<()> {
         let plans = std::mem::take(&mut self.prepared_ops);
-        let ended = crate::trace::end_run(self, &plans, false);
+        let ended = crate::ops::deferred::end_run(self, &plans, false);
         self.prepared_ops = plans;
         ended?;
         self.executor.wait_idle(&self.status);
@@ -95,7 +95,7 @@ impl EnvState {
 
     fn end_run_of(&mut self, id: u64, in_background: bool) -> Result<()> {
         let plans = std::mem::take(&mut self.prepared_ops);
-        let ended = crate::trace::settle(self, &plans, id, in_background);
+        let ended = crate::ops::deferred::settle(self, &plans, id, in_background);
         self.prepared_ops = plans;
         ended
     }

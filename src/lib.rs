@@ -5,8 +5,9 @@
 //! - `env_state`: per-env context lifecycle; `tensor_table`, `op_cache`: what it holds.
 //! - `kernels`: CPU kernels this package adds to TF (ops TF runs slowly at tfjs sizes).
 //! - `graphs/`: graphs of prepared ops run as one session call: deferred runs' and whole calls'.
+//! - `ops/`: running op calls, the one path from `api/` to TF: checked prepared ops, each run
+//!   eagerly, deferred into a graph run (`ops::deferred`), or queued on the executor.
 //! - `executor`: graph runs on a native thread while JS goes on, as pending tensors.
-//! - `trace`: deferred execution of repeated runs of ops as one session run of a graph.
 //! - `sharing`: JS memory ↔ TF memory without copies; `release`: returning JS memory from TF threads.
 //! - `api/`: the exported functions.
 #![deny(clippy::all)]
@@ -21,9 +22,9 @@ mod graphs;
 mod js;
 mod kernels;
 mod op_cache;
+mod ops;
 mod release;
 mod saved_model;
 mod sharing;
 mod tensor_table;
 mod tf;
-mod trace;

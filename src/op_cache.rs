@@ -7,8 +7,8 @@ use std::ffi::CStr;
 use std::hash::BuildHasherDefault;
 use std::rc::Rc;
 
-use crate::api::OpChecks;
 use crate::error::Result;
+use crate::ops::OpChecks;
 use crate::tensor_table::IdHasher;
 use crate::tf::context::Context;
 use crate::tf::op::Op;

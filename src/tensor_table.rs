@@ -13,7 +13,7 @@ use crate::tf::status::Status;
 /// Where an entry's tensor is.
 enum Slot {
     Ready(TensorHandle),
-    /// The output of a deferred op (`crate::trace`) not yet run.
+    /// The output of a deferred op (`crate::ops::deferred`) not yet run.
     Deferred,
     /// Output `output` of a job of the executor (`crate::executor`), of `spec`.
     Pending {

@@ -114,7 +114,7 @@ class TensorFlowBackend extends tfc.KernelBackend {
     /** Native ids with more than one owner -> their owner count (absent: one owner). */
     this.sharedIds = new Map();
     this.isUsingGpuDevice = binding.isUsingGpuDevice();
-    /** Repeated runs of ops execute as one graph (src/trace.rs), so fusing ops buys less. */
+    /** Repeated runs of ops execute as one graph (src/ops/deferred.rs), so fusing ops buys less. */
     this.deferring = binding.isDeferring();
     this.castAttrsByPair = new Map();
     this.reshapeAttrsByDtype = new Map();

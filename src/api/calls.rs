@@ -2,14 +2,13 @@
 
 use napi::bindgen_prelude::{Env, Unknown};
 
-use super::execute::{
-    io_array, io_values, output_room, read_ids, tensor_id, too_small, write_output, write_outputs,
-};
+use super::execute::{io_array, io_values, read_ids, tensor_id};
 use super::js_call;
 use crate::env_state::EnvState;
 use crate::error::{Error, Result};
 use crate::graphs::calls::{CallGraph, RecordedOp};
 use crate::graphs::compiled::Ref;
+use crate::ops::{output_room, too_small, write_output, write_outputs};
 
 /// Where a recorded op's input, or a call's output, comes from: `{feed}` (the call's feeds,
 /// the JS-fed ones first, then the fixed ones) or `{node, output}` (an earlier op's output).

@@ -1,174 +1,23 @@
 //! Op execution: `executeOp` (attrs read per call, outputs as objects) and the fast path,
 //! `prepareOp` + `runPreparedOp` (attrs read once; ids and output shapes pass through a
-//! Float64Array, so a call allocates no JS objects).
+//! Float64Array, so a call allocates no JS objects). Both run through `crate::ops`.
 
-use std::ffi::{CStr, CString};
+use std::ffi::CString;
 
 use napi::bindgen_prelude::{Env, Unknown};
 use napi::JsValue;
 
 use super::args;
-use super::attrs::{self, OwnedAttr};
+use super::attrs;
 use super::js_call;
-use super::validate::{self, Signature};
 use crate::env_state::EnvState;
 use crate::error::{Error, Result};
-use crate::graphs::nodes::{self, NodeKind};
+use crate::graphs::nodes;
 use crate::js::{Js, TypedArrayView, Value};
-use crate::op_cache::OpCache;
-use crate::tf::context::Context;
+use crate::ops::{self, validate, PreparedOp};
 use crate::tf::dtype::DTYPES;
 use crate::tf::handle::TensorHandle;
-use crate::tf::signals::{self, AsyncSignalsBlocked};
-use crate::tf::status::Status;
-use crate::trace;
-
-/// Outputs beyond this are a caller's mistake, not an op's (the widest TF ops have a few dozen).
-const MAX_OUTPUTS: i64 = 4096;
-
-/// An op name with its attributes, read and checked once.
-pub struct PreparedOp {
-    pub(crate) name: CString,
-    pub(crate) attrs: Vec<OwnedAttr>,
-    /// The inputs a call must bring, checked against the op's definition once.
-    pub(crate) signature: Signature,
-    uses_generated_gemm: bool,
-    /// How the op can be a graph node; `None`: it only runs eagerly.
-    pub(crate) node: Option<NodeKind>,
-}
-
-/// Where a call's attributes come from.
-enum Attrs<'a> {
-    FromJs(Js, Value),
-    Prepared(&'a [OwnedAttr], &'a Signature),
-}
-
-/// One op call: what to run, and room for how many outputs.
-struct Call<'a> {
-    name: &'a CStr,
-    /// `signals::uses_generated_gemm(name)`, which prepared ops keep.
-    uses_generated_gemm: bool,
-    attrs: Attrs<'a>,
-    room: i64,
-}
-
-/// Runs `call` on `inputs`, appending its outputs to `outputs`. Attrs and inputs are checked
-/// against the op's definition before TF sees them.
-fn run<'h>(
-    ops: &mut OpCache,
-    context: &Context,
-    status: &Status,
-    outputs: &mut Vec<TensorHandle>,
-    call: Call,
-    inputs: impl ExactSizeIterator<Item = Result<&'h TensorHandle>>,
-) -> Result<()> {
-    let name = call.name;
-    let label = name.to_str().unwrap_or("op");
-    if !(0..=MAX_OUTPUTS).contains(&call.room) {
-        return Err(Error::Range(format!(
-            "{label}: numOutputs must be in 0..={MAX_OUTPUTS}, got {}",
-            call.room
-        )));
-    }
-    let mut checked_out = ops
-        .take(context, name, status)
-        .map_err(|e| e.context(label))?;
-    let op = &mut checked_out.op;
-    let ran = (|| {
-        let read_now;
-        let (owned, signature) = match call.attrs {
-            Attrs::FromJs(js, value) => {
-                let owned = attrs::read(js, op, label, value, status)?;
-                let checks = ops.checks(name, status).map_err(|e| e.context(label))?;
-                let signature =
-                    validate::signature(checks, &owned).map_err(|e| e.context(label))?;
-                read_now = (owned, signature);
-                (&read_now.0[..], &read_now.1)
-            }
-            Attrs::Prepared(owned, signature) => (owned, signature),
-        };
-        signature
-            .check_count(inputs.len())
-            .and_then(|()| signature.check_room(call.room as usize))
-            .map_err(|e| e.context(label))?;
-        attrs::apply(op, owned, status).map_err(|e| e.context(label))?;
-        let mut shapes = signature.wants_shape_function().then(Vec::new);
-        for (i, input) in inputs.enumerate() {
-            let handle = input.map_err(|e| e.context(&format!("{label} input {i}")))?;
-            signature
-                .check_input(i, handle, status)
-                .map_err(|e| e.context(label))?;
-            if let Some(shapes) = &mut shapes {
-                let mut dims = Vec::new();
-                handle.dims_into(&mut dims, status)?;
-                shapes.push(dims);
-            }
-            op.add_input(handle, status).map_err(|e| e.context(label))?;
-        }
-        if let Some(shapes) = shapes {
-            op.check_shapes(&shapes, status)
-                .map_err(|e| e.context(label))?;
-        }
-        let _blocked = AsyncSignalsBlocked::when(call.uses_generated_gemm);
-        op.execute(outputs, call.room as usize, status)
-            .map_err(|e| e.context(label))
-    })();
-    ops.give_back(name, checked_out, status);
-    ran
-}
-
-/// Runs a prepared op on the tensors of `ids` (none of them deferred), leaving the outputs in
-/// `state.scratch.outputs`.
-pub fn run_ids(state: &mut EnvState, prepared: &PreparedOp, ids: &[u64], room: i64) -> Result<()> {
-    run_on_ids(state, prepared.call(room), ids)
-}
-
-fn run_on_ids(state: &mut EnvState, call: Call, ids: &[u64]) -> Result<()> {
-    let tensors = &state.tensors;
-    run(
-        &mut state.ops,
-        &state.context,
-        &state.status,
-        &mut state.scratch.outputs,
-        call,
-        ids.iter().map(|&id| tensors.handle(id)),
-    )
-}
-
-/// Runs a prepared op on `inputs`, appending its outputs to `outputs`.
-pub fn run_handles<'h>(
-    ops: &mut OpCache,
-    context: &Context,
-    status: &Status,
-    outputs: &mut Vec<TensorHandle>,
-    prepared: &PreparedOp,
-    inputs: impl ExactSizeIterator<Item = Result<&'h TensorHandle>>,
-    room: i64,
-) -> Result<()> {
-    run(ops, context, status, outputs, prepared.call(room), inputs)
-}
-
-impl PreparedOp {
-    fn call(&self, room: i64) -> Call<'_> {
-        Call {
-            name: &self.name,
-            uses_generated_gemm: self.uses_generated_gemm,
-            attrs: Attrs::Prepared(&self.attrs, &self.signature),
-            room,
-        }
-    }
-}
-
-/// Registers a new output tensor whose dims are already in `dims`; returns its id and dtype index.
-fn adopt_output(state: &mut EnvState, handle: TensorHandle, dims: &[i64]) -> (u64, Option<usize>) {
-    let index = handle.dtype_index().ok();
-    let bytes = index
-        .and_then(|i| DTYPES[i].element_bytes())
-        .map_or(0, |size| {
-            args::element_count(dims, "output shape").unwrap_or(0) as u64 * size as u64
-        });
-    (state.tensors.insert(handle, bytes), index)
-}
+use crate::tf::signals;
 
 /// `executeOp(name, attrs, inputIds, numOutputs)` → `[{id, shape, dtype}]`.
 #[napi_derive::napi(
@@ -219,14 +68,8 @@ fn execute(
     for &id in &ids {
         state.settle(id)?;
     }
-    let call = Call {
-        name,
-        uses_generated_gemm: signals::uses_generated_gemm(name.to_bytes()),
-        attrs: Attrs::FromJs(js, attrs),
-        room,
-    };
-    run_on_ids(state, call, &ids)?;
-
+    let prepared = prepare(js, state, name.to_owned(), attrs)?;
+    ops::run_ids(state, &prepared, &ids, room)?;
     let outputs = std::mem::take(&mut state.scratch.outputs);
     outputs_to_js(js, state, outputs)
 }
@@ -242,7 +85,7 @@ pub(super) fn outputs_to_js(
     for (i, handle) in outputs.into_iter().enumerate() {
         dims.clear();
         handle.dims_into(&mut dims, &state.status)?;
-        let (id, dtype) = adopt_output(state, handle, &dims);
+        let (id, dtype) = ops::adopt_output(state, handle, &dims);
         let dtype_name = dtype.map_or("unknown", |index| DTYPES[index].name);
         let shape = js.array(dims.len())?;
         for (d, &dim) in dims.iter().enumerate() {
@@ -267,26 +110,32 @@ pub fn prepare_op(env: Env, name: Unknown, attrs: Unknown) -> napi::Result<u32> 
         let state = EnvState::get(js)?;
         let mut buf = Vec::new();
         let name = args::c_str(js, name.raw(), &mut buf, "op name")?.to_owned();
-        let label = name.to_string_lossy().into_owned();
-        let checked_out = state
-            .ops
-            .take(&state.context, &name, &state.status)
-            .map_err(|e| e.context(&label))?;
-        let read = attrs::read(js, &checked_out.op, &label, attrs.raw(), &state.status);
-        state.ops.give_back(&name, checked_out, &state.status);
-        let attrs = read?;
-        let checks = state.ops.checks(&name, &state.status);
-        let signature = checks
-            .and_then(|checks| validate::signature(checks, &attrs))
-            .map_err(|e| e.context(&label))?;
-        state.prepared_ops.push(PreparedOp {
-            signature,
-            uses_generated_gemm: signals::uses_generated_gemm(name.to_bytes()),
-            node: nodes::node_kind(&name, &attrs),
-            name,
-            attrs,
-        });
+        let prepared = prepare(js, state, name, attrs.raw())?;
+        state.prepared_ops.push(prepared);
         Ok((state.prepared_ops.len() - 1) as u32)
+    })
+}
+
+/// Op `name` with `attrs` read from JS and checked against its definition.
+fn prepare(js: Js, state: &mut EnvState, name: CString, attrs: Value) -> Result<PreparedOp> {
+    let label = name.to_string_lossy().into_owned();
+    let checked_out = state
+        .ops
+        .take(&state.context, &name, &state.status)
+        .map_err(|e| e.context(&label))?;
+    let read = attrs::read(js, &checked_out.op, &label, attrs, &state.status);
+    state.ops.give_back(&name, checked_out, &state.status);
+    let attrs = read?;
+    let checks = state.ops.checks(&name, &state.status);
+    let signature = checks
+        .and_then(|checks| validate::signature(checks, &attrs))
+        .map_err(|e| e.context(&label))?;
+    Ok(PreparedOp {
+        signature,
+        uses_generated_gemm: signals::uses_generated_gemm(name.to_bytes()),
+        node: nodes::node_kind(&name, &attrs),
+        name,
+        attrs,
     })
 }
 
@@ -325,7 +174,7 @@ pub fn run_prepared_op(
         let ran = read_ids(io, num_inputs, &mut ids).and_then(|()| {
             let plans = std::mem::take(&mut state.prepared_ops);
             let ran = if (prepared as usize) < plans.len() {
-                trace::run_prepared(state, &plans, prepared, &ids, num_outputs as i64, io)
+                ops::run_prepared(state, &plans, prepared, &ids, num_outputs as i64, io)
             } else {
                 Err(Error::Invalid(format!(
                     "prepared op {prepared} does not exist"
@@ -372,67 +221,6 @@ pub(super) fn tensor_id(id: f64) -> Result<u64> {
     } else {
         Err(Error::Range(format!("{id} is not a tensor id")))
     }
-}
-
-/// Writes each output's id, dtype index and shape into `io`. Outputs that do not fit are
-/// dropped (and so freed) with an error, never registered under ids the caller cannot see.
-pub fn write_outputs(state: &mut EnvState, io: &mut [f64]) -> Result<u32> {
-    let mut outputs = std::mem::take(&mut state.scratch.outputs);
-    let count = outputs.len() as u32;
-    let mut dims = std::mem::take(&mut state.scratch.dims);
-    let mut at = 0;
-    // Ids count up, so the outputs registered here are one contiguous run.
-    let mut adopted: Option<(u64, u64)> = None;
-    let mut result = Ok(count);
-    for handle in outputs.drain(..) {
-        dims.clear();
-        if let Err(err) = handle.dims_into(&mut dims, &state.status) {
-            result = Err(err);
-            break;
-        }
-        if output_room(&dims) > io.len() - at {
-            result = Err(too_small(io));
-            break;
-        }
-        let (id, dtype) = adopt_output(state, handle, &dims);
-        adopted = Some(adopted.map_or((id, id), |(first, _)| (first, id)));
-        at += write_output(&mut io[at..], id, dtype, &dims);
-    }
-    state.scratch.dims = dims;
-    state.scratch.outputs = outputs;
-    if let (Err(_), Some((first, last))) = (&result, adopted) {
-        // The call throws, so the caller never learns these ids: free them now.
-        for id in first..=last {
-            let _ = state.tensors.remove(id);
-        }
-    }
-    result
-}
-
-/// The io values an output of rank `dims.len()` takes: `id, dtype index, rank, dims...`.
-pub fn output_room(dims: &[i64]) -> usize {
-    3 + dims.len()
-}
-
-/// Writes one output's `id, dtype index (-1: one JS cannot name), rank, dims...` at the start of
-/// `io`, which `output_room` says is long enough; returns how many values it took. The one
-/// writer of the io format, which `OpRunner.readOutputs` (js/backend/op_runner.js) reads.
-pub fn write_output(io: &mut [f64], id: u64, dtype: Option<usize>, dims: &[i64]) -> usize {
-    let room = output_room(dims);
-    io[0] = id as f64;
-    io[1] = dtype.map_or(-1.0, |index| index as f64);
-    io[2] = dims.len() as f64;
-    for (slot, &dim) in io[3..room].iter_mut().zip(dims) {
-        *slot = dim as f64;
-    }
-    room
-}
-
-pub fn too_small(io: &[f64]) -> Error {
-    Error::Range(format!(
-        "io holds {} values, too few for the outputs",
-        io.len()
-    ))
 }
 
 /// Dtype names in the order `runPreparedOp` reports dtype indices.

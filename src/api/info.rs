@@ -28,7 +28,7 @@ pub fn is_deferring(env: Env) -> napi::Result<bool> {
     js_call(&env, |js| Ok(EnvState::get(js)?.tracer.enabled()))
 }
 
-/// Pauses deferring (or resumes it): ops run at once while paused (see `trace`).
+/// Pauses deferring (or resumes it): ops run at once while paused (see `ops::deferred`).
 #[napi_derive::napi(js_name = "pauseDeferring")]
 pub fn pause_deferring(env: Env, paused: bool) -> napi::Result<()> {
     js_call(&env, |js| {
@@ -57,7 +57,7 @@ pub struct Stats {
     pub pending_releases: u32,
     /// ArrayBuffers over native memory (from `alloc` and reads) not yet collected, process-wide.
     pub external_buffers: u32,
-    /// Op calls whose running was deferred to the end of their run (see `trace`).
+    /// Op calls whose running was deferred to the end of their run (see `ops::deferred`).
     pub deferred_ops: f64,
     /// Runs of deferred ops turned into graph nodes.
     pub compiled_runs: f64,

@@ -11,13 +11,6 @@ mod libraries;
 mod op_defs;
 mod saved_model;
 mod tensors;
-mod validate;
-
-pub use attrs::{apply_to_node, settable_on_node, OwnedAttr};
-pub use execute::{
-    output_room, run_handles, run_ids, too_small, write_output, write_outputs, PreparedOp,
-};
-pub use validate::OpChecks;
 
 use napi::bindgen_prelude::Env;
 

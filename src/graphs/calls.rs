@@ -7,9 +7,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::compiled::{CompiledGraph, Feed, NodeOp, OutputSpec, Ref};
-use crate::api::PreparedOp;
 use crate::error::{Error, Result};
 use crate::executor::{Input, Work};
+use crate::ops::PreparedOp;
 use crate::tf::handle::TensorHandle;
 use crate::tf::status::Status;
 

@@ -7,8 +7,8 @@
 use std::ffi::CString;
 
 use super::nodes;
-use crate::api::PreparedOp;
 use crate::error::{Error, Result};
+use crate::ops::PreparedOp;
 use crate::tf::dtype::{index_of_tf_code, DType, DTYPES};
 use crate::tf::graph::NodeOutput;
 use crate::tf::handle::TensorHandle;

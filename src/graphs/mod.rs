@@ -1,7 +1,7 @@
 //! Graphs of prepared ops, run as one session call: what an op becomes as a node (`nodes`), a
 //! built graph in its own session (`compiled`), and whole calls compiled from what the JS layer
 //! recorded of them (`calls`), single ops as graphs the executor can run (`single_ops`).
-//! `crate::trace` compiles deferred runs of ops the same way.
+//! `crate::ops::deferred` compiles deferred runs of ops the same way.
 
 pub mod calls;
 pub mod compiled;

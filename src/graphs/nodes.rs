@@ -2,13 +2,14 @@
 
 use std::ffi::CStr;
 
-use crate::api::{self, PreparedOp};
 use crate::error::{Error, Result};
+use crate::ops::attrs;
+use crate::ops::PreparedOp;
 use crate::tf::graph::{Graph, NodeOutput};
 use crate::tf::status::Status;
 
 /// Pure ops: deterministic, their output shapes fixed by their input shapes, attrs and small
-/// integer inputs, and failing only on those (so `trace` may defer them).
+/// integer inputs, and failing only on those (so `ops::deferred` may defer them).
 const PURE: &[&str] = &[
     // Element-wise.
     "Abs",
@@ -134,7 +135,7 @@ const PURE: &[&str] = &[
 ];
 
 /// Ops that are pure too but never deferred: their outputs are integers a deferred run could
-/// not key, or they fail on values (integer division by zero), which `trace` must not delay.
+/// not key, or they fail on values (integer division by zero), which `ops::deferred` must not delay.
 /// A whole call's graph fails where its eager call would, at the same call.
 const PURE_IN_CALLS: &[&str] = &[
     "_FusedConv2D",
@@ -211,7 +212,7 @@ pub struct NodeKind {
 }
 
 /// What op `name` with `attrs` is as a graph node; `None` when it runs only eagerly.
-pub fn node_kind(name: &CStr, attrs: &[api::OwnedAttr]) -> Option<NodeKind> {
+pub fn node_kind(name: &CStr, attrs: &[attrs::OwnedAttr]) -> Option<NodeKind> {
     let name = name.to_str().ok()?;
     let kind = if PURE.contains(&name) {
         NodeKind {
@@ -230,7 +231,7 @@ pub fn node_kind(name: &CStr, attrs: &[api::OwnedAttr]) -> Option<NodeKind> {
     } else {
         return None;
     };
-    api::settable_on_node(attrs).then_some(kind)
+    attrs::settable_on_node(attrs).then_some(kind)
 }
 
 /// Whether input `input` (of `count`) of op `name` may be an integer tensor computed in the same
@@ -329,7 +330,7 @@ pub fn add_node(
         at += length;
     }
     // The node is finished even when an attr fails, so its description is not leaked.
-    let applied = api::apply_to_node(&mut node, &prepared.attrs);
+    let applied = attrs::apply_to_node(&mut node, &prepared.attrs);
     let finished = node.finish(status);
     applied?;
     finished

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::compiled::{CompiledGraph, Feed, NodeOp, OutputSpec, Ref};
-use crate::api::PreparedOp;
+use crate::ops::PreparedOp;
 use crate::tf::status::Status;
 
 /// Graphs kept; past it the cache starts over (a program whose shapes never repeat).

@@ -1,4 +1,4 @@
-//! `TF_Graph`: built node by node, for the runs of ops `crate::trace` executes in one session
+//! `TF_Graph`: built node by node, for the runs of ops `crate::ops::deferred` executes in one session
 //! call, and as the graph a SavedModel loads into.
 
 use std::ffi::CStr;

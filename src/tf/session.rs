@@ -1,5 +1,5 @@
 //! `TF_Session`: over a SavedModel's graph (loading with `TF_LoadSessionFromSavedModel`, looking
-//! up graph tensors by name), or over a graph built here (`crate::trace`); and `TF_SessionRun`.
+//! up graph tensors by name), or over a graph built here (`crate::ops::deferred`); and `TF_SessionRun`.
 
 use std::ffi::{CStr, CString};
 use std::os::raw::{c_char, c_int};

@@ -22,12 +22,11 @@ use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
 use std::sync::Arc;
 
-use crate::api::{self, PreparedOp};
+use super::{eager, io, PreparedOp};
 use crate::env_state::EnvState;
 use crate::error::{Error, Result};
 use crate::executor::{Input, Work};
 use crate::graphs::compiled::{CompiledGraph, Feed, NodeOp, OutputSpec, Ref};
-use crate::graphs::single_ops::OpInput;
 use crate::tensor_table::{IdHasher, TensorTable};
 use crate::tf::dtype::{Layout, DTYPES};
 use crate::tf::handle::TensorHandle;
@@ -44,9 +43,6 @@ const MAX_TRIE_NODES: usize = 1 << 16;
 const MAX_COMPILED_RUNS: u64 = 1024;
 /// Shorter runs replay op by op: a session run costs about as much as a few eager ops.
 const MIN_COMPILED_LENGTH: usize = 8;
-/// A product or convolution on more input elements than this (4 MiB of floats; a
-/// 1024x1024 matMul takes ~30 ms here) runs on the executor rather than the JS thread.
-const HEAVY_INPUT_ELEMENTS: i64 = 1 << 20;
 
 /// An input as the trie keys it: a tensor from outside the run is described at its first use.
 #[derive(PartialEq, Eq, Hash)]
@@ -179,6 +175,11 @@ impl Tracer {
         self.paused = paused;
     }
 
+    /// Whether a whole call is being recorded (`pause`).
+    pub fn paused(&self) -> bool {
+        self.paused
+    }
+
     /// Whether `id` is an output of the run being recorded (so using it elsewhere ends the run).
     pub fn produced(&self, id: u64) -> bool {
         self.run
@@ -213,9 +214,9 @@ enum Step {
     Now { at: TrieStep, new: Vec<u64> },
 }
 
-/// Runs prepared op `plan` on `ids` (deferring it, or queuing it on the executor, when it can),
-/// writing its outputs into `io` as `runPreparedOp` returns them. Returns the output count.
-pub fn run_prepared(
+/// Runs prepared op `plan` on `ids`, deferring it when it can, writing its outputs into `io`.
+/// Returns the output count.
+pub fn run_or_defer(
     state: &mut EnvState,
     plans: &[PreparedOp],
     plan: u32,
@@ -223,9 +224,6 @@ pub fn run_prepared(
     room: i64,
     io: &mut [f64],
 ) -> Result<u32> {
-    if let Some(count) = run_in_background(state, plans, plan, ids, room, io)? {
-        return Ok(count);
-    }
     let prepared = &plans[plan as usize];
     let step = if state.tracer.enabled
         && !state.tracer.paused
@@ -242,8 +240,8 @@ pub fn run_prepared(
                 settle(state, plans, id, false)?;
                 state.tensors.settle_pending(id, &state.status)?;
             }
-            api::run_ids(state, prepared, ids, room)?;
-            api::write_outputs(state, io)
+            eager::run_ids(state, prepared, ids, room)?;
+            io::write_outputs(state, io)
         }
         Step::Defer { child, new } => defer(state, plan, ids, child, new, io),
         Step::Now { at, new } => run_now(state, plans, ids, at, new, room, io),
@@ -262,106 +260,6 @@ pub fn settle(
         end_run(state, plans, in_background)?;
     }
     Ok(())
-}
-
-/// Queues the op on the executor when waiting for it would hold the JS thread: an input is
-/// still being computed there, or it is a product or convolution of more than
-/// `HEAVY_INPUT_ELEMENTS` input elements. Only ops that cannot fail on values, whose output
-/// shapes TF infers before running them; `None` leaves the op to run here (where an error is
-/// reported with the op's name).
-fn run_in_background(
-    state: &mut EnvState,
-    plans: &[PreparedOp],
-    plan: u32,
-    ids: &[u64],
-    room: i64,
-    io: &mut [f64],
-) -> Result<Option<u32>> {
-    let prepared = &plans[plan as usize];
-    let Some(kind) = prepared.node else {
-        return Ok(None);
-    };
-    // In a device scope (`tf.node.withDevice`) ops run where the scope says, eagerly.
-    if kind.random
-        || kind.fails_on_values
-        || state.tracer.paused
-        || !state.executor.enabled
-        || state.context.device_scope().is_some()
-    {
-        return Ok(None);
-    }
-    let pending = ids.iter().any(|&id| state.tensors.is_pending(id));
-    let heavy = !pending && kind.compute_bound && is_heavy(state, ids)?;
-    if !pending && !heavy {
-        return Ok(None);
-    }
-    let signature = &prepared.signature;
-    let outputs = signature.output_count();
-    if !signature.checked_as_node()
-        || signature.check_count(ids.len()).is_err()
-        || outputs as i64 > room
-    {
-        return Ok(None);
-    }
-    for &id in ids {
-        settle(state, plans, id, true)?;
-    }
-    let tensors = &state.tensors;
-    let status = &state.status;
-    let mut inputs = Vec::with_capacity(ids.len());
-    for &id in ids {
-        let spec = tensors.spec(id, status)?;
-        let constant = match tensors.handle(id) {
-            Ok(handle) => small_integers(handle, spec.dtype, &spec.dims, status)?
-                .map(|values| (handle, values)),
-            Err(_) => None,
-        };
-        inputs.push(OpInput { spec, constant });
-    }
-    let Some(graph) = state
-        .single_ops
-        .graph(plans, plan, &inputs, outputs, status)
-    else {
-        return Ok(None);
-    };
-    let specs = graph.static_outputs().unwrap_or_default();
-    if specs
-        .iter()
-        .map(|spec| api::output_room(&spec.dims))
-        .sum::<usize>()
-        > io.len()
-    {
-        return Err(api::too_small(io));
-    }
-    let mut feeds = Vec::with_capacity(ids.len());
-    for (&id, input) in ids.iter().zip(&inputs) {
-        if input.constant.is_none() {
-            feeds.push(tensors.job_input(id, status)?);
-        }
-    }
-    drop(inputs);
-    let job = state
-        .executor
-        .submit(Work::graph_run(graph.clone(), feeds))?;
-    let mut at = 0;
-    for (k, spec) in specs.iter().enumerate() {
-        let id = state.tensors.insert_pending(job.clone(), k, spec.clone());
-        at += api::write_output(&mut io[at..], id, Some(spec.dtype), &spec.dims);
-    }
-    Ok(Some(specs.len() as u32))
-}
-
-/// Whether the inputs of a compute-bound op hold more than `HEAVY_INPUT_ELEMENTS` elements.
-fn is_heavy(state: &EnvState, ids: &[u64]) -> Result<bool> {
-    let mut elements = 0i64;
-    for &id in ids {
-        if !state.tensors.contains(id) {
-            return Ok(false);
-        }
-        let spec = state.tensors.spec(id, &state.status);
-        elements += spec.map_or(0, |spec| spec.dims.iter().product());
-    }
-    Ok(elements > HEAVY_INPUT_ELEMENTS)
 }
 
 /// Builds the trie key of the call, or `Step::Eager` when an input rules deferring out.
@@ -453,7 +351,7 @@ fn describe_external(handle: &TensorHandle, status: &Status) -> Result<Option<In
 }
 
 /// The values of an integer tensor of at most `MAX_KEYED_INTEGERS` elements, else `None`.
-fn small_integers(
+pub(super) fn small_integers(
     handle: &TensorHandle,
     dtype: usize,
     dims: &[i64],
@@ -501,10 +399,10 @@ fn defer(
     let room: usize = state.tracer.trie[child as usize]
         .outputs
         .iter()
-        .map(|meta| api::output_room(&meta.dims))
+        .map(|meta| io::output_room(&meta.dims))
         .sum();
     if room > io.len() {
-        return Err(api::too_small(io));
+        return Err(io::too_small(io));
     }
     adopt_externals(state, &new)?;
     let tracer = &mut state.tracer;
@@ -538,7 +436,7 @@ fn defer(
             },
         );
         output_ids.push(id);
-        at += api::write_output(&mut io[at..], id, Some(meta.dtype), &meta.dims);
+        at += io::write_output(&mut io[at..], id, Some(meta.dtype), &meta.dims);
     }
     run.deferred.push(DeferredOp {
         plan,
@@ -575,7 +473,7 @@ fn run_now(
         TrieStep::Follow(child) => state.tracer.trie[*child as usize].plan,
         TrieStep::Learn(key) => key.plan,
     };
-    api::run_ids(state, &plans[plan as usize], ids, room)?;
+    eager::run_ids(state, &plans[plan as usize], ids, room)?;
     let child = match at {
         TrieStep::Follow(child) => child,
         TrieStep::Learn(key) => match learn(state, ids, key)? {
@@ -583,11 +481,11 @@ fn run_now(
             None => {
                 // Not a dtype the binding knows: leave the op out of the run.
                 state.tracer.run = None;
-                return api::write_outputs(state, io);
+                return io::write_outputs(state, io);
             }
         },
     };
-    let count = api::write_outputs(state, io)?;
+    let count = io::write_outputs(state, io)?;
     extend_run(state, child, count)?;
     Ok(count)
 }
@@ -725,7 +623,7 @@ fn replay(state: &mut EnvState, plans: &[PreparedOp], run: &mut Run) -> Result<(
                 .ok_or_else(|| Error::Invalid("a deferred input was not computed".into())),
         });
         let mut outputs = Vec::with_capacity(op.output_ids.len());
-        api::run_handles(
+        eager::run_handles(
             &mut state.ops,
             &state.context,
             &state.status,

@@ -1,0 +1,113 @@
+//! Which op calls become executor jobs (`crate::executor`): those whose waiting would hold the
+//! JS thread.
+
+use super::deferred::{settle, small_integers};
+use super::{io, PreparedOp};
+use crate::env_state::EnvState;
+use crate::error::Result;
+use crate::executor::Work;
+use crate::graphs::single_ops::OpInput;
+
+/// A product or convolution on more input elements than this (4 MiB of floats; a
+/// 1024x1024 matMul takes ~30 ms here) runs on the executor rather than the JS thread.
+const HEAVY_INPUT_ELEMENTS: i64 = 1 << 20;
+
+/// Queues the op on the executor when waiting for it would hold the JS thread: an input is
+/// still being computed there, or it is a product or convolution of more than
+/// `HEAVY_INPUT_ELEMENTS` input elements. Only ops that cannot fail on values, whose output
+/// shapes TF infers before running them; `None` leaves the op to run here (where an error is
+/// reported with the op's name).
+pub fn run_in_background(
+    state: &mut EnvState,
+    plans: &[PreparedOp],
+    plan: u32,
+    ids: &[u64],
+    room: i64,
+    io: &mut [f64],
+) -> Result<Option<u32>> {
+    let prepared = &plans[plan as usize];
+    let Some(kind) = prepared.node else {
+        return Ok(None);
+    };
+    // In a device scope (`tf.node.withDevice`) ops run where the scope says, eagerly.
+    if kind.random
+        || kind.fails_on_values
+        || state.tracer.paused()
+        || !state.executor.enabled
+        || state.context.device_scope().is_some()
+    {
+        return Ok(None);
+    }
+    let pending = ids.iter().any(|&id| state.tensors.is_pending(id));
+    let heavy = !pending && kind.compute_bound && is_heavy(state, ids)?;
+    if !pending && !heavy {
+        return Ok(None);
+    }
+    let signature = &prepared.signature;
+    let outputs = signature.output_count();
+    if !signature.checked_as_node()
+        || signature.check_count(ids.len()).is_err()
+        || outputs as i64 > room
+    {
+        return Ok(None);
+    }
+    for &id in ids {
+        settle(state, plans, id, true)?;
+    }
+    let tensors = &state.tensors;
+    let status = &state.status;
+    let mut inputs = Vec::with_capacity(ids.len());
+    for &id in ids {
+        let spec = tensors.spec(id, status)?;
+        let constant = match tensors.handle(id) {
+            Ok(handle) => small_integers(handle, spec.dtype, &spec.dims, status)?
+                .map(|values| (handle, values)),
+            Err(_) => None,
+        };
+        inputs.push(OpInput { spec, constant });
+    }
+    let Some(graph) = state
+        .single_ops
+        .graph(plans, plan, &inputs, outputs, status)
+    else {
+        return Ok(None);
+    };
+    let specs = graph.static_outputs().unwrap_or_default();
+    if specs
+        .iter()
+        .map(|spec| io::output_room(&spec.dims))
+        .sum::<usize>()
+        > io.len()
+    {
+        return Err(io::too_small(io));
+    }
+    let mut feeds = Vec::with_capacity(ids.len());
+    for (&id, input) in ids.iter().zip(&inputs) {
+        if input.constant.is_none() {
+            feeds.push(tensors.job_input(id, status)?);
+        }
+    }
+    drop(inputs);
+    let job = state
+        .executor
+        .submit(Work::graph_run(graph.clone(), feeds))?;
+    let mut at = 0;
+    for (k, spec) in specs.iter().enumerate() {
+        let id = state.tensors.insert_pending(job.clone(), k, spec.clone());
+        at += io::write_output(&mut io[at..], id, Some(spec.dtype), &spec.dims);
+    }
+    Ok(Some(specs.len() as u32))
+}
+
+/// Whether the inputs of a compute-bound op hold more than `HEAVY_INPUT_ELEMENTS` elements.
+fn is_heavy(state: &EnvState, ids: &[u64]) -> Result<bool> {
+    let mut elements = 0i64;
+    for &id in ids {
+        if !state.tensors.contains(id) {
+            return Ok(false);
+        }
+        let spec = state.tensors.spec(id, &state.status);
+        elements += spec.map_or(0, |spec| spec.dims.iter().product());
+    }
+    Ok(elements > HEAVY_INPUT_ELEMENTS)
+}

@@ -1,0 +1,98 @@
+//! One op call run eagerly: a prepared op on input tensors, checked against the op's definition
+//! before TF sees it (TF aborts the process on some mismatches), through the env's op cache.
+
+use std::ffi::CString;
+
+use super::attrs::{self, OwnedAttr};
+use super::validate::Signature;
+use crate::env_state::EnvState;
+use crate::error::{Error, Result};
+use crate::graphs::nodes::NodeKind;
+use crate::op_cache::OpCache;
+use crate::tf::context::Context;
+use crate::tf::handle::TensorHandle;
+use crate::tf::signals::AsyncSignalsBlocked;
+use crate::tf::status::Status;
+
+/// Outputs beyond this are a caller's mistake, not an op's (the widest TF ops have a few dozen).
+const MAX_OUTPUTS: i64 = 4096;
+
+/// An op name with its attributes, read and checked once.
+pub struct PreparedOp {
+    pub name: CString,
+    pub attrs: Vec<OwnedAttr>,
+    /// The inputs a call must bring, checked against the op's definition once.
+    pub signature: Signature,
+    /// `signals::uses_generated_gemm(name)`.
+    pub uses_generated_gemm: bool,
+    /// How the op can be a graph node; `None`: it only runs eagerly.
+    pub node: Option<NodeKind>,
+}
+
+/// Runs `prepared` on `inputs` with room for `room` outputs, appending them to `outputs`.
+pub fn run_handles<'h>(
+    ops: &mut OpCache,
+    context: &Context,
+    status: &Status,
+    outputs: &mut Vec<TensorHandle>,
+    prepared: &PreparedOp,
+    inputs: impl ExactSizeIterator<Item = Result<&'h TensorHandle>>,
+    room: i64,
+) -> Result<()> {
+    let name = &prepared.name;
+    let label = name.to_str().unwrap_or("op");
+    if !(0..=MAX_OUTPUTS).contains(&room) {
+        return Err(Error::Range(format!(
+            "{label}: numOutputs must be in 0..={MAX_OUTPUTS}, got {room}"
+        )));
+    }
+    let mut checked_out = ops
+        .take(context, name, status)
+        .map_err(|e| e.context(label))?;
+    let op = &mut checked_out.op;
+    let ran = (|| {
+        let signature = &prepared.signature;
+        signature
+            .check_count(inputs.len())
+            .and_then(|()| signature.check_room(room as usize))
+            .map_err(|e| e.context(label))?;
+        attrs::apply(op, &prepared.attrs, status).map_err(|e| e.context(label))?;
+        let mut shapes = signature.wants_shape_function().then(Vec::new);
+        for (i, input) in inputs.enumerate() {
+            let handle = input.map_err(|e| e.context(&format!("{label} input {i}")))?;
+            signature
+                .check_input(i, handle, status)
+                .map_err(|e| e.context(label))?;
+            if let Some(shapes) = &mut shapes {
+                let mut dims = Vec::new();
+                handle.dims_into(&mut dims, status)?;
+                shapes.push(dims);
+            }
+            op.add_input(handle, status).map_err(|e| e.context(label))?;
+        }
+        if let Some(shapes) = shapes {
+            op.check_shapes(&shapes, status)
+                .map_err(|e| e.context(label))?;
+        }
+        let _blocked = AsyncSignalsBlocked::when(prepared.uses_generated_gemm);
+        op.execute(outputs, room as usize, status)
+            .map_err(|e| e.context(label))
+    })();
+    ops.give_back(name, checked_out, status);
+    ran
+}
+
+/// Runs a prepared op on the tensors of `ids` (all computed), leaving the outputs in
+/// `state.scratch.outputs`.
+pub fn run_ids(state: &mut EnvState, prepared: &PreparedOp, ids: &[u64], room: i64) -> Result<()> {
+    let tensors = &state.tensors;
+    run_handles(
+        &mut state.ops,
+        &state.context,
+        &state.status,
+        &mut state.scratch.outputs,
+        prepared,
+        ids.iter().map(|&id| tensors.handle(id)),
+        room,
+    )
+}
