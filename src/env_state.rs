@@ -1,21 +1,16 @@
-//! Context lifecycle: everything the binding keeps per N-API env.
+//! Context lifecycle: everything the binding keeps per N-API env, in parts that calls borrow
+//! apart: the op runtime (`ops::Runtime`: tensors, deferred runs, jobs, the context), the
+//! prepared ops that op calls read while the runtime is borrowed, and the JS-side state
+//! (releases, read views, counters).
 
 use std::sync::Arc;
 
 use crate::error::Result;
-use crate::executor::Executor;
-use crate::graphs::calls::CallGraphs;
-use crate::graphs::single_ops::SingleOps;
 use crate::js::{EnvData, Js};
-use crate::op_cache::OpCache;
-use crate::ops::deferred::Tracer;
-use crate::ops::PreparedOp;
+use crate::ops::{PreparedOp, Runtime};
 use crate::release::ReleaseQueue;
+use crate::saved_model::SavedModels;
 use crate::sharing::ReadViews;
-use crate::tensor_table::TensorTable;
-use crate::tf::context::Context;
-use crate::tf::handle::TensorHandle;
-use crate::tf::status::Status;
 
 #[derive(Default)]
 pub struct Counters {
@@ -25,32 +20,12 @@ pub struct Counters {
     pub copied_reads: u64,
 }
 
-/// Buffers reused by every call, so the hot path does not allocate.
-#[derive(Default)]
-pub struct Scratch {
-    pub op_name: Vec<u8>,
-    pub text: Vec<u8>,
-    pub dims: Vec<i64>,
-    pub outputs: Vec<TensorHandle>,
-    pub ids: Vec<u64>,
-}
-
-/// Fields drop in declaration order: tensors and ops before the context they belong to.
+/// Fields drop in declaration order: the runtime's tensors before the JS memory they borrow
+/// is released, its context after everything holding its handles.
 pub struct EnvState {
-    /// First: the jobs its promises wait on hold tensors of the context.
-    pub executor: Executor,
-    /// Before `tensors`: a run being recorded holds handles of the context.
-    pub tracer: Tracer,
-    pub tensors: TensorTable,
-    pub saved_models: crate::saved_model::SavedModels,
-    /// Before `tensors` and `context`, whose handles the call graphs hold.
-    pub calls: CallGraphs,
-    pub single_ops: SingleOps,
-    pub ops: OpCache,
+    pub saved_models: SavedModels,
+    pub run: Runtime,
     pub prepared_ops: Vec<PreparedOp>,
-    pub scratch: Scratch,
-    pub context: Context,
-    pub status: Status,
     pub releases: Arc<ReleaseQueue>,
     pub counters: Counters,
     pub read_views: ReadViews,
@@ -69,53 +44,27 @@ impl EnvState {
         js.env_data(EnvState::new)
     }
 
-    /// Makes `id` hold its tensor: if a deferred run produced it, the run ends and runs; if
-    /// the executor computes it, its job runs here or is waited for.
+    /// Makes `id` hold its tensor (`Runtime::settle`).
     pub fn settle(&mut self, id: u64) -> Result<()> {
-        self.end_run_of(id, false)?;
-        self.tensors.settle_pending(id, &self.status)
+        self.run.settle(&self.prepared_ops, id)
     }
 
-    /// Makes sure `id` will hold its tensor without waiting for it: if a deferred run
-    /// produced it, the run ends, as an executor job when it is one graph run.
+    /// Makes sure `id` will hold its tensor without waiting (`Runtime::settle_in_background`).
     pub fn settle_in_background(&mut self, id: u64) -> Result<()> {
-        self.end_run_of(id, self.executor.enabled)
+        self.run.settle_in_background(&self.prepared_ops, id)
     }
 
-    /// Runs every deferred op and executor job now, so that each tensor is computed and no
-    /// job is left running (before the context is reconfigured under them).
+    /// Runs all pending work now (`Runtime::finish_all_work`).
     pub fn finish_all_work(&mut self) -> Result<()> {
-        let plans = std::mem::take(&mut self.prepared_ops);
-        let ended = crate::ops::deferred::end_run(self, &plans, false);
-        self.prepared_ops = plans;
-        ended?;
-        self.executor.wait_idle(&self.status);
-        self.tensors.settle_all_pending(&self.status)
-    }
-
-    fn end_run_of(&mut self, id: u64, in_background: bool) -> Result<()> {
-        let plans = std::mem::take(&mut self.prepared_ops);
-        let ended = crate::ops::deferred::settle(self, &plans, id, in_background);
-        self.prepared_ops = plans;
-        ended
+        self.run.finish_all_work(&self.prepared_ops)
     }
 
     fn new(js: Js) -> Result<EnvState> {
         crate::kernels::register();
-        let status = Status::new();
-        let context = Context::new(&status)?;
         Ok(EnvState {
-            executor: Executor::new(js)?,
-            tracer: Tracer::new(),
-            tensors: TensorTable::default(),
-            saved_models: Default::default(),
-            calls: CallGraphs::default(),
-            single_ops: SingleOps::default(),
-            ops: OpCache::default(),
+            saved_models: SavedModels::default(),
+            run: Runtime::new(js)?,
             prepared_ops: Vec::new(),
-            scratch: Scratch::default(),
-            context,
-            status,
             releases: ReleaseQueue::new(js)?,
             counters: Counters::default(),
             read_views: ReadViews::new(js)?,
@@ -126,13 +75,7 @@ impl EnvState {
 impl EnvData for EnvState {
     fn shut_down(&mut self) {
         // Tensors borrowing JS memory release it now, on this thread, while N-API still can.
-        self.executor.shut_down();
-        self.scratch.outputs.clear();
-        self.tracer.clear();
-        self.calls.clear();
-        self.single_ops.clear();
-        self.tensors.clear();
-        self.ops.clear();
+        self.run.shut_down();
         self.releases.shut_down();
     }
 }

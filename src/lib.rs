@@ -2,7 +2,8 @@
 //!
 //! - `tf/`: safe wrappers over the TF C API (all TF FFI).
 //! - `js/`: raw N-API for the hot paths (all N-API FFI).
-//! - `env_state`: per-env context lifecycle; `tensor_table`, `op_cache`: what it holds.
+//! - `env_state`: per-env state, in parts borrowed apart; `tensor_table`, `op_cache`: what the
+//!   op runtime (`ops::Runtime`) holds.
 //! - `kernels`: CPU kernels this package adds to TF (ops TF runs slowly at tfjs sizes).
 //! - `graphs/`: graphs of prepared ops run as one session call: deferred runs' and whole calls'.
 //! - `ops/`: running op calls, the one path from `api/` to TF: checked prepared ops, each run

@@ -164,7 +164,7 @@ pub fn read_typed_array(
     kind: ArrayKind,
     aliased: bool,
 ) -> Result<Value> {
-    let tensor = state.tensors.handle(id)?.resolve(&state.status)?;
+    let tensor = state.run.tensors.handle(id)?.resolve(&state.run.status)?;
     let (_, byte_length) = tensor.bytes();
     let length = byte_length / kind.element_bytes();
     let buffer = if byte_length == 0 {
@@ -190,11 +190,12 @@ pub fn read_typed_array(
 /// input's buffer), no earlier view, no JS memory lent to TF. TF tells only whether a buffer has
 /// one reference, so `id`'s handle is remade from `tensor` (about 1 us, paid by large reads only).
 fn alone_after_read(state: &mut EnvState, id: u64, tensor: &Tensor) -> Result<bool> {
-    drop(state.tensors.take_handle(id)?);
+    drop(state.run.tensors.take_handle(id)?);
     let alone = tensor.is_sole_owner();
     state
+        .run
         .tensors
-        .fill(id, TensorHandle::from_tensor(tensor, &state.status)?);
+        .fill(id, TensorHandle::from_tensor(tensor, &state.run.status)?);
     Ok(alone)
 }
 

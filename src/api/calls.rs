@@ -73,7 +73,7 @@ pub fn compile_call(
             for &id in list {
                 let id = tensor_id(id)?;
                 state.settle(id)?;
-                let handle = state.tensors.handle(id)?.share(&state.status)?;
+                let handle = state.run.tensors.handle(id)?.share(&state.run.status)?;
                 if is_fed {
                     fed.push(handle);
                 } else {
@@ -87,9 +87,9 @@ pub fn compile_call(
             &fed.iter().collect::<Vec<_>>(),
             fixed,
             &refs(&fetches)?,
-            &state.status,
+            &state.run.status,
         )?;
-        state.calls.insert(graph)
+        state.run.calls.insert(graph)
     })
 }
 
@@ -104,9 +104,11 @@ pub fn run_call(env: Env, call: u32, io: Unknown, num_fed: u32) -> napi::Result<
         let state = EnvState::get(js)?;
         let mut view = io_array(js, io)?;
         let io = io_values(&mut view)?;
-        let mut ids = std::mem::take(&mut state.scratch.ids);
+        let mut ids = std::mem::take(&mut state.run.scratch.ids);
         let ran = read_ids(io, num_fed, &mut ids).and_then(|()| {
-            if state.executor.enabled && state.calls.get(call)?.background_outputs().is_some() {
+            if state.run.executor.enabled
+                && state.run.calls.get(call)?.background_outputs().is_some()
+            {
                 return run_in_background(state, call, &ids, io);
             }
             for &id in &ids {
@@ -114,13 +116,13 @@ pub fn run_call(env: Env, call: u32, io: Unknown, num_fed: u32) -> napi::Result<
             }
             let fed = ids
                 .iter()
-                .map(|&id| state.tensors.handle(id))
+                .map(|&id| state.run.tensors.handle(id))
                 .collect::<Result<Vec<_>>>()?;
-            let outputs = state.calls.get(call)?.run(&fed, &state.status)?;
-            state.scratch.outputs.extend(outputs);
-            write_outputs(state, io)
+            let outputs = state.run.calls.get(call)?.run(&fed, &state.run.status)?;
+            state.run.scratch.outputs.extend(outputs);
+            write_outputs(&mut state.run, io)
         });
-        state.scratch.ids = ids;
+        state.run.scratch.ids = ids;
         ran
     })
 }
@@ -131,19 +133,22 @@ fn run_in_background(state: &mut EnvState, call: u32, ids: &[u64], io: &mut [f64
     let mut fed = Vec::with_capacity(ids.len());
     for &id in ids {
         state.settle_in_background(id)?;
-        fed.push(state.tensors.job_input(id, &state.status)?);
+        fed.push(state.run.tensors.job_input(id, &state.run.status)?);
     }
-    let graph = state.calls.get(call)?;
+    let graph = state.run.calls.get(call)?;
     let outputs = graph.background_outputs().unwrap_or_default();
     let room: usize = outputs.iter().map(|spec| output_room(&spec.dims)).sum();
     if room > io.len() {
         return Err(too_small(io));
     }
-    let work = graph.background_work(fed, &state.status)?;
-    let job = state.executor.submit(work)?;
+    let work = graph.background_work(fed, &state.run.status)?;
+    let job = state.run.executor.submit(work)?;
     let mut at = 0;
     for (k, spec) in outputs.iter().enumerate() {
-        let id = state.tensors.insert_pending(job.clone(), k, spec.clone());
+        let id = state
+            .run
+            .tensors
+            .insert_pending(job.clone(), k, spec.clone());
         at += write_output(&mut io[at..], id, Some(spec.dtype), &spec.dims);
     }
     Ok(outputs.len() as u32)
@@ -152,5 +157,5 @@ fn run_in_background(state: &mut EnvState, call: u32, ids: &[u64], io: &mut [f64
 /// Frees call graph `call`; false when it did not exist.
 #[napi_derive::napi(js_name = "dropCall")]
 pub fn drop_call(env: Env, call: u32) -> napi::Result<bool> {
-    js_call(&env, |js| Ok(EnvState::get(js)?.calls.remove(call)))
+    js_call(&env, |js| Ok(EnvState::get(js)?.run.calls.remove(call)))
 }

@@ -67,11 +67,14 @@ pub fn connect_to_cluster(
         }
         let state = EnvState::get(js)?;
         state.finish_all_work()?;
-        state.ops.clear();
+        state.run.ops.clear();
         forget_remote_state(state)?;
-        state
-            .context
-            .set_server_def(&server_def, &local_task, timeout_ms as i64, &state.status)
+        state.run.context.set_server_def(
+            &server_def,
+            &local_task,
+            timeout_ms as i64,
+            &state.run.status,
+        )
     })
 }
 
@@ -83,21 +86,22 @@ pub fn connect_to_cluster(
 /// values to remote ops. Opaque handles (resources, variants) stay as they are.
 fn forget_remote_state(state: &mut EnvState) -> Result<()> {
     // Ids count up from 1 and are never reused; connecting is rare, so a scan serves.
-    for id in 1..=state.tensors.last_id() {
-        let Ok(handle) = state.tensors.handle(id) else {
+    for id in 1..=state.run.tensors.last_id() {
+        let Ok(handle) = state.run.tensors.handle(id) else {
             continue;
         };
         let local = handle
-            .device_name(true, &state.status)
-            .is_ok_and(|device| state.context.is_local(&device));
+            .device_name(true, &state.run.status)
+            .is_ok_and(|device| state.run.context.is_local(&device));
         if !local {
-            drop(state.tensors.take_handle(id));
+            drop(state.run.tensors.take_handle(id));
         } else if handle
             .dtype()
             .is_ok_and(|dtype| dtype.layout != Layout::Opaque)
         {
-            let fresh = TensorHandle::from_tensor(&handle.resolve(&state.status)?, &state.status)?;
-            state.tensors.fill(id, fresh);
+            let fresh =
+                TensorHandle::from_tensor(&handle.resolve(&state.run.status)?, &state.run.status)?;
+            state.run.tensors.fill(id, fresh);
         }
     }
     Ok(())
@@ -110,10 +114,11 @@ pub fn enable_collective_ops(env: Env, server_def: Uint8Array) -> napi::Result<(
     js_call(&env, |js| {
         let state = EnvState::get(js)?;
         state.finish_all_work()?;
-        state.ops.clear();
+        state.run.ops.clear();
         state
+            .run
             .context
-            .enable_collective_ops(&server_def, &state.status)
+            .enable_collective_ops(&server_def, &state.run.status)
     })
 }
 
@@ -131,8 +136,9 @@ pub fn list_devices(env: Env) -> napi::Result<Vec<DeviceInfo>> {
     js_call(&env, |js| {
         let state = EnvState::get(js)?;
         Ok(state
+            .run
             .context
-            .devices(&state.status)?
+            .devices(&state.run.status)?
             .into_iter()
             .map(|d| DeviceInfo {
                 name: d.name,
@@ -155,7 +161,7 @@ pub fn set_device_scope(env: Env, device: Option<String>) -> napi::Result<()> {
             .transpose()?;
         let state = EnvState::get(js)?;
         state.finish_all_work()?;
-        state.context.set_device_scope(device);
+        state.run.context.set_device_scope(device);
         Ok(())
     })
 }
@@ -168,8 +174,9 @@ pub fn tensor_device(env: Env, id: f64, backing: bool) -> napi::Result<String> {
         let id = super::execute::tensor_id(id)?;
         state.settle(id)?;
         state
+            .run
             .tensors
             .handle(id)?
-            .device_name(backing, &state.status)
+            .device_name(backing, &state.run.status)
     })
 }

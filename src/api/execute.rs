@@ -34,7 +34,7 @@ pub fn execute_op(
 ) -> napi::Result<Unknown<'static>> {
     js_call(&env, |js| {
         let state = EnvState::get(js)?;
-        let mut op_name = std::mem::take(&mut state.scratch.op_name);
+        let mut op_name = std::mem::take(&mut state.run.scratch.op_name);
         let result = execute(
             js,
             state,
@@ -44,8 +44,8 @@ pub fn execute_op(
             input_ids.raw(),
             num_outputs.raw(),
         );
-        state.scratch.op_name = op_name;
-        state.scratch.outputs.clear();
+        state.run.scratch.op_name = op_name;
+        state.run.scratch.outputs.clear();
         result.map(|v| js.to_unknown(v))
     })
 }
@@ -69,8 +69,8 @@ fn execute(
         state.settle(id)?;
     }
     let prepared = prepare(js, state, name.to_owned(), attrs)?;
-    ops::run_ids(state, &prepared, &ids, room)?;
-    let outputs = std::mem::take(&mut state.scratch.outputs);
+    ops::run_ids(&mut state.run, &prepared, &ids, room)?;
+    let outputs = std::mem::take(&mut state.run.scratch.outputs);
     outputs_to_js(js, state, outputs)
 }
 
@@ -84,8 +84,8 @@ pub(super) fn outputs_to_js(
     let mut dims = Vec::new();
     for (i, handle) in outputs.into_iter().enumerate() {
         dims.clear();
-        handle.dims_into(&mut dims, &state.status)?;
-        let (id, dtype) = ops::adopt_output(state, handle, &dims);
+        handle.dims_into(&mut dims, &state.run.status)?;
+        let (id, dtype) = ops::adopt_output(&mut state.run, handle, &dims);
         let dtype_name = dtype.map_or("unknown", |index| DTYPES[index].name);
         let shape = js.array(dims.len())?;
         for (d, &dim) in dims.iter().enumerate() {
@@ -120,13 +120,17 @@ pub fn prepare_op(env: Env, name: Unknown, attrs: Unknown) -> napi::Result<u32> 
 fn prepare(js: Js, state: &mut EnvState, name: CString, attrs: Value) -> Result<PreparedOp> {
     let label = name.to_string_lossy().into_owned();
     let checked_out = state
+        .run
         .ops
-        .take(&state.context, &name, &state.status)
+        .take(&state.run.context, &name, &state.run.status)
         .map_err(|e| e.context(&label))?;
-    let read = attrs::read(js, &checked_out.op, &label, attrs, &state.status);
-    state.ops.give_back(&name, checked_out, &state.status);
+    let read = attrs::read(js, &checked_out.op, &label, attrs, &state.run.status);
+    state
+        .run
+        .ops
+        .give_back(&name, checked_out, &state.run.status);
     let attrs = read?;
-    let checks = state.ops.checks(&name, &state.status);
+    let checks = state.run.ops.checks(&name, &state.run.status);
     let signature = checks
         .and_then(|checks| validate::signature(checks, &attrs))
         .map_err(|e| e.context(&label))?;
@@ -170,20 +174,24 @@ pub fn run_prepared_op(
         let state = EnvState::get(js)?;
         let mut view = io_array(js, io)?;
         let io = io_values(&mut view)?;
-        let mut ids = std::mem::take(&mut state.scratch.ids);
+        let mut ids = std::mem::take(&mut state.run.scratch.ids);
         let ran = read_ids(io, num_inputs, &mut ids).and_then(|()| {
-            let plans = std::mem::take(&mut state.prepared_ops);
-            let ran = if (prepared as usize) < plans.len() {
-                ops::run_prepared(state, &plans, prepared, &ids, num_outputs as i64, io)
-            } else {
-                Err(Error::Invalid(format!(
+            let plans = &state.prepared_ops;
+            if (prepared as usize) >= plans.len() {
+                return Err(Error::Invalid(format!(
                     "prepared op {prepared} does not exist"
-                )))
-            };
-            state.prepared_ops = plans;
-            ran
+                )));
+            }
+            ops::run_prepared(
+                &mut state.run,
+                plans,
+                prepared,
+                &ids,
+                num_outputs as i64,
+                io,
+            )
         });
-        state.scratch.ids = ids;
+        state.run.scratch.ids = ids;
         ran
     })
 }

@@ -17,7 +17,7 @@ pub fn tf_version() -> String {
 pub fn is_using_gpu_device(env: Env) -> napi::Result<bool> {
     js_call(&env, |js| {
         let state = EnvState::get(js)?;
-        let types = state.context.device_types(&state.status)?;
+        let types = state.run.context.device_types(&state.run.status)?;
         Ok(types.iter().any(|t| t == "GPU"))
     })
 }
@@ -25,14 +25,14 @@ pub fn is_using_gpu_device(env: Env) -> napi::Result<bool> {
 /// Whether this env defers runs of ops (`TFJS_NODE_RS_DEFER` unset or not `0`; see `trace`).
 #[napi_derive::napi(js_name = "isDeferring")]
 pub fn is_deferring(env: Env) -> napi::Result<bool> {
-    js_call(&env, |js| Ok(EnvState::get(js)?.tracer.enabled()))
+    js_call(&env, |js| Ok(EnvState::get(js)?.run.tracer.enabled()))
 }
 
 /// Pauses deferring (or resumes it): ops run at once while paused (see `ops::deferred`).
 #[napi_derive::napi(js_name = "pauseDeferring")]
 pub fn pause_deferring(env: Env, paused: bool) -> napi::Result<()> {
     js_call(&env, |js| {
-        EnvState::get(js)?.tracer.pause(paused);
+        EnvState::get(js)?.run.tracer.pause(paused);
         Ok(())
     })
 }
@@ -75,19 +75,19 @@ pub fn stats(env: Env) -> napi::Result<Stats> {
         let state = EnvState::get_undrained(js)?;
         let c = &state.counters;
         Ok(Stats {
-            live_tensors: state.tensors.len() as u32,
-            live_bytes: state.tensors.live_bytes() as f64,
+            live_tensors: state.run.tensors.len() as u32,
+            live_bytes: state.run.tensors.live_bytes() as f64,
             shared_creates: c.shared_creates as f64,
             copied_creates: c.copied_creates as f64,
             shared_reads: c.shared_reads as f64,
             copied_reads: c.copied_reads as f64,
             pending_releases: state.releases.pending() as u32,
             external_buffers: external::live_count() as u32,
-            deferred_ops: state.tracer.counters.deferred_ops as f64,
-            compiled_runs: state.tracer.counters.compiled_runs as f64,
-            graph_runs: state.tracer.counters.graph_runs as f64,
-            call_graphs: state.calls.len() as u32,
-            background_runs: state.executor.jobs_made as f64,
+            deferred_ops: state.run.tracer.counters.deferred_ops as f64,
+            compiled_runs: state.run.tracer.counters.compiled_runs as f64,
+            graph_runs: state.run.tracer.counters.graph_runs as f64,
+            call_graphs: state.run.calls.len() as u32,
+            background_runs: state.run.executor.jobs_made as f64,
         })
     })
 }

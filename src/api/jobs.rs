@@ -22,8 +22,8 @@ pub fn when_ready(env: Env, id: Unknown) -> napi::Result<Unknown<'static>> {
         let state = EnvState::get(js)?;
         let id = args::tensor_id(js, id.raw(), "id")?;
         state.settle_in_background(id)?;
-        let value = match state.tensors.pending_job(id) {
-            Some(job) if !job.is_done() => state.executor.when_done(js, job)?,
+        let value = match state.run.tensors.pending_job(id) {
+            Some(job) if !job.is_done() => state.run.executor.when_done(js, job)?,
             _ => js.null()?,
         };
         Ok(js.to_unknown(value))
@@ -40,8 +40,8 @@ pub fn when_ready(env: Env, id: Unknown) -> napi::Result<Unknown<'static>> {
 pub fn when_job_done(env: Env, job: u32) -> napi::Result<Unknown<'static>> {
     js_call(&env, |js| {
         let state = EnvState::get(js)?;
-        let job = state.executor.held(job)?;
-        let promise = state.executor.when_done(js, job)?;
+        let job = state.run.executor.held(job)?;
+        let promise = state.run.executor.when_done(js, job)?;
         Ok(js.to_unknown(promise))
     })
 }
@@ -56,8 +56,8 @@ pub fn when_job_done(env: Env, job: u32) -> napi::Result<Unknown<'static>> {
 pub fn take_job_outputs(env: Env, job: u32) -> napi::Result<Unknown<'static>> {
     js_call(&env, |js| {
         let state = EnvState::get(js)?;
-        let job = state.executor.release(job)?;
-        let outputs = job.outputs(&state.status)?;
+        let job = state.run.executor.release(job)?;
+        let outputs = job.outputs(&state.run.status)?;
         Ok(js.to_unknown(outputs_to_js(js, state, outputs)?))
     })
 }

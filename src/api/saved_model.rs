@@ -34,7 +34,7 @@ pub fn load_saved_model(env: Env, export_dir: Unknown, tags: Unknown) -> napi::R
         if tags.is_empty() {
             return Err(Error::Invalid("tags must name at least one tag".into()));
         }
-        let id = state.saved_models.load(&dir, &tags, &state.status)?;
+        let id = state.saved_models.load(&dir, &tags, &state.run.status)?;
         Ok(id as f64)
     })
 }
@@ -75,10 +75,11 @@ pub fn run_saved_model(
             state.settle(tid)?;
         }
         let session = state.saved_models.get(run.session)?;
-        let status = &state.status;
+        let status = &state.run.status;
         let mut feeds = Vec::with_capacity(run.ids.len());
         for (&tid, name) in run.ids.iter().zip(&run.inputs) {
             let handle = state
+                .run
                 .tensors
                 .handle(tid)
                 .map_err(|e| e.context(&format!("input '{name}'")))?;
@@ -111,12 +112,13 @@ pub fn run_saved_model_in_background(
         for (&tid, name) in run.ids.iter().zip(run.inputs) {
             state.settle_in_background(tid)?;
             let spec = state
+                .run
                 .tensors
-                .spec(tid, &state.status)
+                .spec(tid, &state.run.status)
                 .map_err(|e| e.context(&format!("input '{name}'")))?;
             let port = lookup(&session, &name, "input")?;
             check_input(&session, port, DTYPES[spec.dtype].tf as i32, &name)?;
-            inputs.push((name, state.tensors.job_input(tid, &state.status)?));
+            inputs.push((name, state.run.tensors.job_input(tid, &state.run.status)?));
         }
         for name in &run.outputs {
             lookup(&session, name, "output")?;
@@ -130,8 +132,8 @@ pub fn run_saved_model_in_background(
             }
             run_session(&session, &feeds, &outputs, status)
         });
-        let job = state.executor.submit(work)?;
-        Ok(state.executor.hold(job))
+        let job = state.run.executor.submit(work)?;
+        Ok(state.run.executor.hold(job))
     })
 }
 

@@ -22,9 +22,9 @@ use crate::tf::tensor::Tensor;
 pub fn create_tensor(env: Env, shape: Unknown, dtype: Unknown, data: Unknown) -> napi::Result<f64> {
     js_call(&env, |js| {
         let state = EnvState::get(js)?;
-        let mut dims = std::mem::take(&mut state.scratch.dims);
+        let mut dims = std::mem::take(&mut state.run.scratch.dims);
         let created = create(js, state, &mut dims, shape.raw(), dtype.raw(), data.raw());
-        state.scratch.dims = dims;
+        state.run.scratch.dims = dims;
         created.map(|id| id as f64)
     })
 }
@@ -39,7 +39,7 @@ fn create(
 ) -> Result<u64> {
     args::dims_into(js, shape, false, dims, "shape")?;
     let count = args::element_count(dims, "shape")?;
-    let dtype = args::dtype(js, dtype, &mut state.scratch.text, "dtype")?;
+    let dtype = args::dtype(js, dtype, &mut state.run.scratch.text, "dtype")?;
     let (tensor, bytes) = match dtype.layout {
         Layout::Numeric { array, lanes } => {
             let view = js.typed_array(data)?.ok_or_else(|| {
@@ -83,8 +83,8 @@ fn create(
             )))
         }
     };
-    let handle = TensorHandle::from_tensor(&tensor, &state.status)?;
-    Ok(state.tensors.insert(handle, bytes))
+    let handle = TensorHandle::from_tensor(&tensor, &state.run.status)?;
+    Ok(state.run.tensors.insert(handle, bytes))
 }
 
 fn string_tensor(js: Js, dims: &[i64], count: usize, data: Value) -> Result<Tensor> {
@@ -116,7 +116,7 @@ fn string_tensor(js: Js, dims: &[i64], count: usize, data: Value) -> Result<Tens
 pub fn alloc(env: Env, dtype: Unknown, length: Unknown) -> napi::Result<Unknown<'static>> {
     js_call(&env, |js| {
         let state = EnvState::get(js)?;
-        let dtype = args::dtype(js, dtype.raw(), &mut state.scratch.text, "dtype")?;
+        let dtype = args::dtype(js, dtype.raw(), &mut state.run.scratch.text, "dtype")?;
         let Layout::Numeric { array, lanes } = dtype.layout else {
             return Err(Error::Type(format!(
                 "alloc: {} tensors are not backed by a typed array",
@@ -150,13 +150,13 @@ pub fn tensor_data_sync(
         let state = EnvState::get(js)?;
         let id = args::tensor_id(js, id.raw(), "id")?;
         state.settle(id)?;
-        let dtype = readable_dtype(state.tensors.handle(id)?)?;
+        let dtype = readable_dtype(state.run.tensors.handle(id)?)?;
         let value = match dtype.layout {
             Layout::Numeric { array, .. } => {
                 sharing::read_typed_array(js, state, id, array, aliased.unwrap_or(false))?
             }
             Layout::Strings => {
-                let tensor = state.tensors.handle(id)?.resolve(&state.status)?;
+                let tensor = state.run.tensors.handle(id)?.resolve(&state.run.status)?;
                 let items = tensor.string_items();
                 let out = js.array(items.len())?;
                 for (i, item) in items.iter().enumerate() {
@@ -186,9 +186,9 @@ pub fn reshape_tensor(env: Env, id: Unknown, shape: Unknown) -> napi::Result<f64
     js_call(&env, |js| {
         let state = EnvState::get(js)?;
         let id = args::tensor_id(js, id.raw(), "id")?;
-        let mut dims = std::mem::take(&mut state.scratch.dims);
+        let mut dims = std::mem::take(&mut state.run.scratch.dims);
         let reshaped = reshape(js, state, id, shape.raw(), &mut dims);
-        state.scratch.dims = dims;
+        state.run.scratch.dims = dims;
         reshaped.map(|id| id as f64)
     })
 }
@@ -201,7 +201,7 @@ fn reshape(
     dims: &mut Vec<i64>,
 ) -> Result<u64> {
     state.settle(id)?;
-    let entry = state.tensors.get(id)?;
+    let entry = state.run.tensors.get(id)?;
     let handle = entry.handle()?;
     let dtype = readable_dtype(handle)?;
     if !matches!(dtype.layout, Layout::Numeric { .. }) {
@@ -211,7 +211,7 @@ fn reshape(
         )));
     }
     dims.clear();
-    handle.dims_into(dims, &state.status)?;
+    handle.dims_into(dims, &state.run.status)?;
     let count = args::element_count(dims, "the tensor's shape")?;
     args::dims_into(js, shape, false, dims, "shape")?;
     let new_count = args::element_count(dims, "shape")?;
@@ -222,11 +222,11 @@ fn reshape(
     }
     let bytes = entry.bytes;
     let tensor = handle
-        .resolve(&state.status)?
-        .reshaped(dtype, dims, &state.status)?;
-    let handle = TensorHandle::from_tensor(&tensor, &state.status)?;
+        .resolve(&state.run.status)?
+        .reshaped(dtype, dims, &state.run.status)?;
+    let handle = TensorHandle::from_tensor(&tensor, &state.run.status)?;
     // Both ids count the shared buffer, as two tensors sharing one buffer do anywhere else.
-    Ok(state.tensors.insert(handle, bytes))
+    Ok(state.run.tensors.insert(handle, bytes))
 }
 
 fn readable_dtype(handle: &TensorHandle) -> Result<DType> {
@@ -242,7 +242,7 @@ pub fn delete_tensor(env: Env, id: Unknown) -> napi::Result<()> {
     js_call(&env, |js| {
         let state = EnvState::get(js)?;
         let id = args::tensor_id(js, id.raw(), "id")?;
-        state.tensors.remove(id).map(drop)
+        state.run.tensors.remove(id).map(drop)
     })
 }
 
@@ -254,8 +254,8 @@ pub fn drop_tensor_on_native_thread(env: Env, id: Unknown) -> napi::Result<()> {
         let state = EnvState::get(js)?;
         let id = args::tensor_id(js, id.raw(), "id")?;
         state.settle(id)?;
-        let tensor = state.tensors.handle(id)?.resolve(&state.status)?;
-        state.tensors.remove(id)?;
+        let tensor = state.run.tensors.handle(id)?.resolve(&state.run.status)?;
+        state.run.tensors.remove(id)?;
         std::thread::spawn(move || drop(tensor))
             .join()
             .map_err(|_| Error::Invalid("the native thread panicked".into()))

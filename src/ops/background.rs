@@ -2,8 +2,8 @@
 //! JS thread.
 
 use super::deferred::{settle, small_integers};
+use super::Runtime;
 use super::{io, PreparedOp};
-use crate::env_state::EnvState;
 use crate::error::Result;
 use crate::executor::Work;
 use crate::graphs::single_ops::OpInput;
@@ -18,7 +18,7 @@ const HEAVY_INPUT_ELEMENTS: i64 = 1 << 20;
 /// shapes TF infers before running them; `None` leaves the op to run here (where an error is
 /// reported with the op's name).
 pub fn run_in_background(
-    state: &mut EnvState,
+    state: &mut Runtime,
     plans: &[PreparedOp],
     plan: u32,
     ids: &[u64],
@@ -100,7 +100,7 @@ pub fn run_in_background(
 }
 
 /// Whether the inputs of a compute-bound op hold more than `HEAVY_INPUT_ELEMENTS` elements.
-fn is_heavy(state: &EnvState, ids: &[u64]) -> Result<bool> {
+fn is_heavy(state: &Runtime, ids: &[u64]) -> Result<bool> {
     let mut elements = 0i64;
     for &id in ids {
         if !state.tensors.contains(id) {

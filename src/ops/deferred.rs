@@ -22,8 +22,8 @@ use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
 use std::sync::Arc;
 
+use super::Runtime;
 use super::{eager, io, PreparedOp};
-use crate::env_state::EnvState;
 use crate::error::{Error, Result};
 use crate::executor::{Input, Work};
 use crate::graphs::compiled::{CompiledGraph, Feed, NodeOp, OutputSpec, Ref};
@@ -217,7 +217,7 @@ enum Step {
 /// Runs prepared op `plan` on `ids`, deferring it when it can, writing its outputs into `io`.
 /// Returns the output count.
 pub fn run_or_defer(
-    state: &mut EnvState,
+    state: &mut Runtime,
     plans: &[PreparedOp],
     plan: u32,
     ids: &[u64],
@@ -251,7 +251,7 @@ pub fn run_or_defer(
 /// Ends the current run if `id` is one of its outputs, so that `id` holds its tensor, or (`in_background`,
 /// when the run is one graph run) is an output of the executor's job running it.
 pub fn settle(
-    state: &mut EnvState,
+    state: &mut Runtime,
     plans: &[PreparedOp],
     id: u64,
     in_background: bool,
@@ -263,7 +263,7 @@ pub fn settle(
 }
 
 /// Builds the trie key of the call, or `Step::Eager` when an input rules deferring out.
-fn classify(state: &EnvState, plan: u32, ids: &[u64]) -> Result<Step> {
+fn classify(state: &Runtime, plan: u32, ids: &[u64]) -> Result<Step> {
     let tracer = &state.tracer;
     if tracer.trie.len() >= MAX_TRIE_NODES
         || tracer
@@ -365,7 +365,7 @@ pub(super) fn small_integers(
 }
 
 /// Registers the call's new outside tensors with the run (starting one if needed).
-fn adopt_externals(state: &mut EnvState, new: &[u64]) -> Result<()> {
+fn adopt_externals(state: &mut Runtime, new: &[u64]) -> Result<()> {
     let run = state.tracer.run.get_or_insert_with(Run::new);
     for &id in new {
         let handle = state.tensors.handle(id)?.share(&state.status)?;
@@ -389,7 +389,7 @@ fn input_ref(run: &Run, id: u64) -> Result<Ref> {
 
 /// Defers a known op of a long run: its outputs get ids now and tensors when the run ends.
 fn defer(
-    state: &mut EnvState,
+    state: &mut Runtime,
     plan: u32,
     ids: &[u64],
     child: u32,
@@ -459,7 +459,7 @@ enum TrieStep {
 /// Runs an op at once (after the run's deferred ops) and adds it to the run, learning its
 /// outputs' shapes when the trie does not know it yet.
 fn run_now(
-    state: &mut EnvState,
+    state: &mut Runtime,
     plans: &[PreparedOp],
     ids: &[u64],
     at: TrieStep,
@@ -492,7 +492,7 @@ fn run_now(
 
 /// Adds the op that just ran (its outputs still in `state.scratch.outputs`) to the trie under
 /// `key`; `None` when an output has a dtype the binding does not know.
-fn learn(state: &mut EnvState, ids: &[u64], key: StepKey) -> Result<Option<u32>> {
+fn learn(state: &mut Runtime, ids: &[u64], key: StepKey) -> Result<Option<u32>> {
     let mut outputs = Vec::with_capacity(state.scratch.outputs.len());
     let mut dims = Vec::new();
     for handle in &state.scratch.outputs {
@@ -526,7 +526,7 @@ fn learn(state: &mut EnvState, ids: &[u64], key: StepKey) -> Result<Option<u32>>
 }
 
 /// Adds trie node `child` to the run, its outputs being the `count` tensors made last.
-fn extend_run(state: &mut EnvState, child: u32, count: u32) -> Result<()> {
+fn extend_run(state: &mut Runtime, child: u32, count: u32) -> Result<()> {
     let run = state.tracer.run.as_mut().ok_or_else(no_run)?;
     let depth = run.nodes.len() as u32;
     let last = state.tensors.last_id();
@@ -544,7 +544,7 @@ fn extend_run(state: &mut EnvState, child: u32, count: u32) -> Result<()> {
 }
 
 /// Ends the run: counts it at its last op and computes what its held outputs need.
-pub fn end_run(state: &mut EnvState, plans: &[PreparedOp], in_background: bool) -> Result<()> {
+pub fn end_run(state: &mut Runtime, plans: &[PreparedOp], in_background: bool) -> Result<()> {
     let Some(mut run) = state.tracer.run.take() else {
         return Ok(());
     };
@@ -574,7 +574,7 @@ pub fn end_run(state: &mut EnvState, plans: &[PreparedOp], in_background: bool) 
 }
 
 /// Runs the run's deferred ops one by one, leaving the run open.
-fn run_deferred(state: &mut EnvState, plans: &[PreparedOp]) -> Result<()> {
+fn run_deferred(state: &mut Runtime, plans: &[PreparedOp]) -> Result<()> {
     let Some(mut run) = state.tracer.run.take() else {
         return Ok(());
     };
@@ -603,7 +603,7 @@ fn needed_ops(run: &Run, tensors: &TensorTable) -> Vec<bool> {
 }
 
 /// Runs the deferred ops eagerly, in order, skipping those no held output needs.
-fn replay(state: &mut EnvState, plans: &[PreparedOp], run: &mut Run) -> Result<()> {
+fn replay(state: &mut Runtime, plans: &[PreparedOp], run: &mut Run) -> Result<()> {
     let needed = needed_ops(run, &state.tensors);
     let deferred = std::mem::take(&mut run.deferred);
     run.all_deferred = false;
@@ -647,7 +647,7 @@ fn replay(state: &mut EnvState, plans: &[PreparedOp], run: &mut Run) -> Result<(
 /// Runs the whole run as one session run of its graph (built on first use), here or as an
 /// executor job (`in_background`); replays it when it has no graph.
 fn run_compiled(
-    state: &mut EnvState,
+    state: &mut Runtime,
     plans: &[PreparedOp],
     run: &mut Run,
     in_background: bool,
@@ -724,7 +724,7 @@ fn run_compiled(
 
 /// Builds a graph of the run's ops that `live` needs, in a session of its own.
 fn compile(
-    state: &mut EnvState,
+    state: &mut Runtime,
     plans: &[PreparedOp],
     run: &Run,
     live: &[(u32, u32)],
@@ -759,7 +759,7 @@ fn compile(
 }
 
 /// Forgets every learned run, with the sessions of the compiled ones.
-fn start_over(state: &mut EnvState) {
+fn start_over(state: &mut Runtime) {
     let tracer = &mut state.tracer;
     tracer.trie = vec![root_node()];
     tracer.children.clear();

@@ -5,7 +5,7 @@ use std::ffi::CString;
 
 use super::attrs::{self, OwnedAttr};
 use super::validate::Signature;
-use crate::env_state::EnvState;
+use super::Runtime;
 use crate::error::{Error, Result};
 use crate::graphs::nodes::NodeKind;
 use crate::op_cache::OpCache;
@@ -84,7 +84,7 @@ pub fn run_handles<'h>(
 
 /// Runs a prepared op on the tensors of `ids` (all computed), leaving the outputs in
 /// `state.scratch.outputs`.
-pub fn run_ids(state: &mut EnvState, prepared: &PreparedOp, ids: &[u64], room: i64) -> Result<()> {
+pub fn run_ids(state: &mut Runtime, prepared: &PreparedOp, ids: &[u64], room: i64) -> Result<()> {
     let tensors = &state.tensors;
     run_handles(
         &mut state.ops,

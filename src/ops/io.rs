@@ -1,14 +1,14 @@
 //! The fast path's io format: for each output, `id, dtype index, rank, dims...` in one
 //! Float64Array. Written here only; read by `OpRunner.readOutputs` (js/backend/op_runner.js).
 
-use crate::env_state::EnvState;
+use super::Runtime;
 use crate::error::{Error, Result};
 use crate::tf::dtype::DTYPES;
 use crate::tf::handle::TensorHandle;
 
 /// Registers a new output tensor whose dims are `dims`; returns its id and dtype index.
 pub fn adopt_output(
-    state: &mut EnvState,
+    state: &mut Runtime,
     handle: TensorHandle,
     dims: &[i64],
 ) -> (u64, Option<usize>) {
@@ -25,7 +25,7 @@ pub fn adopt_output(
 
 /// Writes each output's id, dtype index and shape into `io`. Outputs that do not fit are
 /// dropped (and so freed) with an error, never registered under ids the caller cannot see.
-pub fn write_outputs(state: &mut EnvState, io: &mut [f64]) -> Result<u32> {
+pub fn write_outputs(state: &mut Runtime, io: &mut [f64]) -> Result<u32> {
     let mut outputs = std::mem::take(&mut state.scratch.outputs);
     let count = outputs.len() as u32;
     let mut dims = std::mem::take(&mut state.scratch.dims);

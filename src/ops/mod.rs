@@ -18,13 +18,101 @@ pub use eager::{run_ids, PreparedOp};
 pub use io::{adopt_output, output_room, too_small, write_output, write_outputs};
 pub use validate::OpChecks;
 
-use crate::env_state::EnvState;
 use crate::error::Result;
+use crate::executor::Executor;
+use crate::graphs::calls::CallGraphs;
+use crate::graphs::single_ops::SingleOps;
+use crate::js::Js;
+use crate::op_cache::OpCache;
+use crate::tensor_table::TensorTable;
+use crate::tf::context::Context;
+use crate::tf::handle::TensorHandle;
+use crate::tf::status::Status;
+use deferred::Tracer;
+
+/// Buffers reused by every call, so the hot path does not allocate.
+#[derive(Default)]
+pub struct Scratch {
+    pub op_name: Vec<u8>,
+    pub text: Vec<u8>,
+    pub dims: Vec<i64>,
+    pub outputs: Vec<TensorHandle>,
+    pub ids: Vec<u64>,
+}
+
+/// What running op calls uses of the env, borrowed apart from the prepared ops the calls read.
+/// Fields drop in declaration order: whatever holds tensor handles before the context.
+pub struct Runtime {
+    /// First: the jobs its promises wait on hold tensors of the context.
+    pub executor: Executor,
+    /// Before `tensors`: a run being recorded holds handles of the context.
+    pub tracer: Tracer,
+    pub tensors: TensorTable,
+    /// Before `tensors` and `context`, whose handles the call graphs hold.
+    pub calls: CallGraphs,
+    pub single_ops: SingleOps,
+    pub ops: OpCache,
+    pub scratch: Scratch,
+    pub context: Context,
+    pub status: Status,
+}
+
+impl Runtime {
+    pub fn new(js: Js) -> Result<Runtime> {
+        let status = Status::new();
+        let context = Context::new(&status)?;
+        Ok(Runtime {
+            executor: Executor::new(js)?,
+            tracer: Tracer::new(),
+            tensors: TensorTable::default(),
+            calls: CallGraphs::default(),
+            single_ops: SingleOps::default(),
+            ops: OpCache::default(),
+            scratch: Scratch::default(),
+            context,
+            status,
+        })
+    }
+
+    /// Makes `id` hold its tensor: if a deferred run produced it, the run ends and runs; if
+    /// the executor computes it, its job runs here or is waited for.
+    pub fn settle(&mut self, plans: &[PreparedOp], id: u64) -> Result<()> {
+        deferred::settle(self, plans, id, false)?;
+        self.tensors.settle_pending(id, &self.status)
+    }
+
+    /// Makes sure `id` will hold its tensor without waiting for it: if a deferred run
+    /// produced it, the run ends, as an executor job when it is one graph run.
+    pub fn settle_in_background(&mut self, plans: &[PreparedOp], id: u64) -> Result<()> {
+        let in_background = self.executor.enabled;
+        deferred::settle(self, plans, id, in_background)
+    }
+
+    /// Runs every deferred op and executor job now, so that each tensor is computed and no
+    /// job is left running (before the context is reconfigured under them).
+    pub fn finish_all_work(&mut self, plans: &[PreparedOp]) -> Result<()> {
+        deferred::end_run(self, plans, false)?;
+        self.executor.wait_idle(&self.status);
+        self.tensors.settle_all_pending(&self.status)
+    }
+
+    /// Drops every tensor and job (env shutdown), on this thread, while N-API can still
+    /// release the JS memory they borrow.
+    pub fn shut_down(&mut self) {
+        self.executor.shut_down();
+        self.scratch.outputs.clear();
+        self.tracer.clear();
+        self.calls.clear();
+        self.single_ops.clear();
+        self.tensors.clear();
+        self.ops.clear();
+    }
+}
 
 /// Runs prepared op `plan` (of `plans`) on `ids`, writing its outputs into `io` as
 /// `runPreparedOp` returns them. Returns the output count.
 pub fn run_prepared(
-    state: &mut EnvState,
+    state: &mut Runtime,
     plans: &[PreparedOp],
     plan: u32,
     ids: &[u64],
