@@ -410,7 +410,7 @@ function servingTable(s) {
     [b, fmtMs(r.loopDelayMs.p50), fmtMs(r.loopDelayMs.p99), fmtMs(r.loopDelayMs.max),
      fmtMs(r.latencyMs.p50), fmtMs(r.latencyMs.p99), r.requestsPerSecond.toFixed(0),
      fmtMs(r.busyMsPerRequest), String(r.pingMs.count)]);
-  return {title: `Serving (benches/serving.js): ${s.model} behind node:http, ${s.clients} ` +
+  return {title: `Serving (benches/serving.js${s.date ? `, ${s.date}` : ''}): ${s.model} behind node:http, ${s.clients} ` +
                  `concurrent clients for ${s.seconds} s per backend after ${s.warmupSeconds} s ` +
                  'of warm-up, /ping polled every 5 ms; event-loop delay of the server\'s ' +
                  'thread, latency seen by the clients, JS busy time = event-loop utilization × ' +

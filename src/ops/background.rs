@@ -39,7 +39,7 @@ pub fn run_in_background(
         return Ok(None);
     }
     let pending = ids.iter().any(|&id| state.tensors.is_pending(id));
-    let heavy = !pending && kind.compute_bound && is_heavy(state, ids)?;
+    let heavy = !pending && kind.compute_bound && is_heavy(state, ids);
     if !pending && !heavy {
         return Ok(None);
     }
@@ -100,14 +100,13 @@ pub fn run_in_background(
 }
 
 /// Whether the inputs of a compute-bound op hold more than `HEAVY_INPUT_ELEMENTS` elements.
-fn is_heavy(state: &Runtime, ids: &[u64]) -> Result<bool> {
-    let mut elements = 0i64;
-    for &id in ids {
-        if !state.tensors.contains(id) {
-            return Ok(false);
-        }
-        let spec = state.tensors.spec(id, &state.status);
-        elements += spec.map_or(0, |spec| spec.dims.iter().product());
-    }
-    Ok(elements > HEAVY_INPUT_ELEMENTS)
+fn is_heavy(state: &Runtime, ids: &[u64]) -> bool {
+    let elements: i64 = ids
+        .iter()
+        .map(|&id| {
+            let spec = state.tensors.spec(id, &state.status);
+            spec.map_or(0, |spec| spec.dims.iter().product::<i64>())
+        })
+        .sum();
+    elements > HEAVY_INPUT_ELEMENTS
 }
