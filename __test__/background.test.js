@@ -194,11 +194,13 @@ test('process exit and worker termination with work in flight are clean', () => 
 test('an HTTP server predicting per request keeps its event loop responsive', async () => {
   const server = await serving.startServer('tensorflow');
   try {
-    const r = await serving.load(server.port, {clients: 50, seconds: 2, warmupSeconds: 1});
+    const r = await serving.load(server.port, {clients: 200, seconds: 2, warmupSeconds: 1});
     assert.strictEqual(r.errors, 0, r.firstError);
     assert.ok(r.served > 0, 'requests were served');
-    // Synchronous execution stalls the loop for the whole queue of requests (~50 x 7 ms here).
-    assert.ok(r.loopDelayMs.max < 100, `event loop stalled ${r.loopDelayMs.max} ms`);
+    // Synchronous execution stalls the loop for the whole queue of requests (200 x ~5 ms: 0.9
+    // to 1.2 s here); off the JS thread the worst stall was ~10-20 ms here, 142 ms once on a
+    // loaded CI machine.
+    assert.ok(r.loopDelayMs.max < 300, `event loop stalled ${r.loopDelayMs.max} ms`);
   } finally {
     server.child.kill();
   }
