@@ -8,7 +8,7 @@ use crate::env_state::EnvState;
 use crate::error::{Error, Result};
 use crate::graphs::calls::{CallGraph, RecordedOp};
 use crate::graphs::compiled::Ref;
-use crate::ops::{output_room, too_small, write_output, write_outputs};
+use crate::ops::{check_room, write_outputs, write_pending_outputs};
 
 /// Where a recorded op's input, or a call's output, comes from: `{feed}` (the call's feeds,
 /// the JS-fed ones first, then the fixed ones) or `{node, output}` (an earlier op's output).
@@ -137,21 +137,15 @@ fn run_in_background(state: &mut EnvState, call: u32, ids: &[u64], io: &mut [f64
     }
     let graph = state.run.calls.get(call)?;
     let outputs = graph.background_outputs().unwrap_or_default();
-    let room: usize = outputs.iter().map(|spec| output_room(&spec.dims)).sum();
-    if room > io.len() {
-        return Err(too_small(io));
-    }
+    check_room(outputs, io)?;
     let work = graph.background_work(fed, &state.run.status)?;
     let job = state.run.executor.submit(work)?;
-    let mut at = 0;
-    for (k, spec) in outputs.iter().enumerate() {
-        let id = state
-            .run
-            .tensors
-            .insert_pending(job.clone(), k, spec.clone());
-        at += write_output(&mut io[at..], id, Some(spec.dtype), &spec.dims);
-    }
-    Ok(outputs.len() as u32)
+    Ok(write_pending_outputs(
+        &mut state.run.tensors,
+        &job,
+        outputs,
+        io,
+    ))
 }
 
 /// Frees call graph `call`; false when it did not exist.

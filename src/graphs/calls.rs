@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::compiled::{CompiledGraph, Feed, NodeOp, OutputSpec, Ref};
+use super::compiled::{small_integers, CompiledGraph, Feed, NodeOp, OutputSpec, Ref};
 use crate::error::{Error, Result};
 use crate::executor::{Input, Work};
 use crate::ops::PreparedOp;
@@ -15,8 +15,6 @@ use crate::tf::status::Status;
 
 /// Call graphs alive at once; past it, compiling fails and calls stay eager.
 const MAX_CALL_GRAPHS: usize = 4096;
-/// Fixed integer tensors up to this many elements are constants of the graph.
-const MAX_CONSTANT_ELEMENTS: i64 = 16;
 
 /// An op the call ran: the prepared op and where its flat inputs came from.
 pub struct RecordedOp {
@@ -51,12 +49,18 @@ impl CallGraph {
         for &handle in fed {
             feeds.push(Feed::Placeholder(OutputSpec::of(handle, status)?));
         }
+        // Small integer tensors become constants of the graph (a slice's begin and size, a
+        // reshape's shape, axes): shape inference reads a constant's values, not a feed's.
+        let mut constant = Vec::with_capacity(fixed.len());
         for handle in &fixed {
-            feeds.push(if is_small_integer(handle, status) {
+            let spec = OutputSpec::of(handle, status)?;
+            let is_constant = small_integers(handle, spec.dtype, &spec.dims, status)?.is_some();
+            feeds.push(if is_constant {
                 Feed::Constant(handle)
             } else {
-                Feed::Placeholder(OutputSpec::of(handle, status)?)
+                Feed::Placeholder(spec)
             });
+            constant.push(is_constant);
         }
         let mut fails_on_values = false;
         let mut steps = Vec::with_capacity(ops.len());
@@ -80,7 +84,8 @@ impl CallGraph {
         let runs_in_background = !fails_on_values && graph.static_outputs().is_some();
         let fixed = fixed
             .into_iter()
-            .filter(|handle| !is_small_integer(handle, status))
+            .zip(constant)
+            .filter_map(|(handle, is_constant)| (!is_constant).then_some(handle))
             .collect();
         Ok(CallGraph {
             graph: Arc::new(graph),
@@ -132,18 +137,6 @@ impl CallGraph {
         let feeds: Vec<&TensorHandle> = fed.iter().copied().chain(&self.fixed).collect();
         self.graph.run(&feeds, status)
     }
-}
-
-/// Whether a fixed tensor becomes a constant of the graph: an integer tensor of at most
-/// `MAX_CONSTANT_ELEMENTS` (a slice's begin and size, a reshape's shape, axes).
-fn is_small_integer(handle: &TensorHandle, status: &Status) -> bool {
-    let Ok(dtype) = handle.dtype() else {
-        return false;
-    };
-    let mut dims = Vec::new();
-    dtype.is_integer()
-        && handle.dims_into(&mut dims, status).is_ok()
-        && dims.iter().product::<i64>() <= MAX_CONSTANT_ELEMENTS
 }
 
 /// A ref of a node at position `at` (or of a fetch, at the end) must point back.

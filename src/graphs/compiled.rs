@@ -30,6 +30,25 @@ pub struct NodeOp<'a> {
     pub inputs: Vec<Ref>,
 }
 
+/// Integer tensors up to this many elements are read by value where shapes may depend on them
+/// (axes, perms, sizes): deferred runs key them, graphs hold them as constants.
+const MAX_SHAPE_INTEGERS: usize = 16;
+
+/// The values of `handle` (of `dtype`, `dims`) when it is an integer tensor of at most
+/// `MAX_SHAPE_INTEGERS` elements, else `None`.
+pub fn small_integers(
+    handle: &TensorHandle,
+    dtype: usize,
+    dims: &[i64],
+    status: &Status,
+) -> Result<Option<Vec<i64>>> {
+    let count: i64 = dims.iter().product();
+    if !DTYPES[dtype].is_integer() || count as usize > MAX_SHAPE_INTEGERS {
+        return Ok(None);
+    }
+    Ok(handle.resolve(status)?.integers(DTYPES[dtype]))
+}
+
 /// A tensor's dtype (its `DTYPES` row) and dims.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct OutputSpec {

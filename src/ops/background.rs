@@ -1,11 +1,12 @@
 //! Which op calls become executor jobs (`crate::executor`): those whose waiting would hold the
 //! JS thread.
 
-use super::deferred::{settle, small_integers};
+use super::deferred::settle;
 use super::Runtime;
 use super::{io, PreparedOp};
 use crate::error::Result;
 use crate::executor::Work;
+use crate::graphs::compiled::small_integers;
 use crate::graphs::single_ops::OpInput;
 
 /// A product or convolution on more input elements than this (4 MiB of floats; a
@@ -73,14 +74,7 @@ pub fn run_in_background(
         return Ok(None);
     };
     let specs = graph.static_outputs().unwrap_or_default();
-    if specs
-        .iter()
-        .map(|spec| io::output_room(&spec.dims))
-        .sum::<usize>()
-        > io.len()
-    {
-        return Err(io::too_small(io));
-    }
+    io::check_room(specs, io)?;
     let mut feeds = Vec::with_capacity(ids.len());
     for (&id, input) in ids.iter().zip(&inputs) {
         if input.constant.is_none() {
@@ -91,12 +85,12 @@ pub fn run_in_background(
     let job = state
         .executor
         .submit(Work::graph_run(graph.clone(), feeds))?;
-    let mut at = 0;
-    for (k, spec) in specs.iter().enumerate() {
-        let id = state.tensors.insert_pending(job.clone(), k, spec.clone());
-        at += io::write_output(&mut io[at..], id, Some(spec.dtype), &spec.dims);
-    }
-    Ok(Some(specs.len() as u32))
+    Ok(Some(io::write_pending_outputs(
+        &mut state.tensors,
+        &job,
+        specs,
+        io,
+    )))
 }
 
 /// Whether the inputs of a compute-bound op hold more than `HEAVY_INPUT_ELEMENTS` elements.

@@ -26,15 +26,12 @@ use super::Runtime;
 use super::{eager, io, PreparedOp};
 use crate::error::{Error, Result};
 use crate::executor::{Input, Work};
-use crate::graphs::compiled::{CompiledGraph, Feed, NodeOp, OutputSpec, Ref};
+use crate::graphs::compiled::{small_integers, CompiledGraph, Feed, NodeOp, OutputSpec, Ref};
 use crate::tensor_table::{IdHasher, TensorTable};
 use crate::tf::dtype::{Layout, DTYPES};
 use crate::tf::handle::TensorHandle;
 use crate::tf::status::Status;
 
-/// Integer inputs up to this many elements are keyed by value (axes, perms, sizes); larger
-/// integer tensors keep an op eager.
-const MAX_KEYED_INTEGERS: usize = 16;
 /// A run stops growing at this many ops; later ops run at once until it ends.
 const MAX_RUN_LENGTH: usize = 4096;
 /// Past this many known ops the trie starts over (a program whose shapes never repeat).
@@ -237,8 +234,7 @@ pub fn run_or_defer(
     match step {
         Step::Eager => {
             for &id in ids {
-                settle(state, plans, id, false)?;
-                state.tensors.settle_pending(id, &state.status)?;
+                state.settle(plans, id)?;
             }
             eager::run_ids(state, prepared, ids, room)?;
             io::write_outputs(state, io)
@@ -350,20 +346,6 @@ fn describe_external(handle: &TensorHandle, status: &Status) -> Result<Option<In
     }))
 }
 
-/// The values of an integer tensor of at most `MAX_KEYED_INTEGERS` elements, else `None`.
-pub(super) fn small_integers(
-    handle: &TensorHandle,
-    dtype: usize,
-    dims: &[i64],
-    status: &Status,
-) -> Result<Option<Vec<i64>>> {
-    let count: i64 = dims.iter().product();
-    if !DTYPES[dtype].is_integer() || count as usize > MAX_KEYED_INTEGERS {
-        return Ok(None);
-    }
-    Ok(handle.resolve(status)?.integers(DTYPES[dtype]))
-}
-
 /// Registers the call's new outside tensors with the run (starting one if needed).
 fn adopt_externals(state: &mut Runtime, new: &[u64]) -> Result<()> {
     let run = state.tracer.run.get_or_insert_with(Run::new);
@@ -396,14 +378,7 @@ fn defer(
     new: Vec<u64>,
     io: &mut [f64],
 ) -> Result<u32> {
-    let room: usize = state.tracer.trie[child as usize]
-        .outputs
-        .iter()
-        .map(|meta| io::output_room(&meta.dims))
-        .sum();
-    if room > io.len() {
-        return Err(io::too_small(io));
-    }
+    io::check_room(&state.tracer.trie[child as usize].outputs, io)?;
     adopt_externals(state, &new)?;
     let tracer = &mut state.tracer;
     let run = tracer.run.as_mut().ok_or_else(no_run)?;
@@ -686,8 +661,7 @@ fn run_compiled(
         }
     };
     let compiled = &state.tracer.trie[end].compiled[index];
-    let graph = compiled.graph.clone();
-    if let (Some(graph), true) = (&graph, in_background) {
+    if let (Some(graph), true) = (&compiled.graph, in_background) {
         let feeds = run
             .externals
             .iter()
@@ -697,8 +671,7 @@ fn run_compiled(
             .executor
             .submit(Work::graph_run(graph.clone(), feeds))?;
         // The run is all deferred: depth `d` is the run's `d`th trie node, which knows the shapes.
-        let live = compiled.live.clone();
-        for (k, (&id, &(depth, output))) in live_ids.iter().zip(&live).enumerate() {
+        for (k, (&id, &(depth, output))) in live_ids.iter().zip(&compiled.live).enumerate() {
             let node = &state.tracer.trie[run.nodes[depth as usize] as usize];
             let spec = node.outputs[output as usize].clone();
             state.tensors.make_pending(id, job.clone(), k, spec);
@@ -707,7 +680,7 @@ fn run_compiled(
         state.tracer.counters.graph_runs += 1;
         return Ok(());
     }
-    let computed = graph.as_ref().and_then(|compiled| {
+    let computed = compiled.graph.as_ref().and_then(|compiled| {
         let feeds: Vec<&TensorHandle> = run.externals.iter().collect();
         compiled.run(&feeds, &state.status).ok()
     });

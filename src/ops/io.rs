@@ -1,8 +1,13 @@
 //! The fast path's io format: for each output, `id, dtype index, rank, dims...` in one
 //! Float64Array. Written here only; read by `OpRunner.readOutputs` (js/backend/op_runner.js).
 
+use std::sync::Arc;
+
 use super::Runtime;
 use crate::error::{Error, Result};
+use crate::executor::Job;
+use crate::graphs::compiled::OutputSpec;
+use crate::tensor_table::TensorTable;
 use crate::tf::dtype::DTYPES;
 use crate::tf::handle::TensorHandle;
 
@@ -82,4 +87,29 @@ pub fn too_small(io: &[f64]) -> Error {
         "io holds {} values, too few for the outputs",
         io.len()
     ))
+}
+
+/// Refuses outputs of `specs` that `io` has no room for, before anything computes them.
+pub fn check_room(specs: &[OutputSpec], io: &[f64]) -> Result<()> {
+    let room: usize = specs.iter().map(|spec| output_room(&spec.dims)).sum();
+    if room > io.len() {
+        return Err(too_small(io));
+    }
+    Ok(())
+}
+
+/// Registers the outputs of `job`, of `specs`, as pending tensors and writes them into `io`
+/// (which `check_room` accepted). Returns their count.
+pub fn write_pending_outputs(
+    tensors: &mut TensorTable,
+    job: &Arc<Job>,
+    specs: &[OutputSpec],
+    io: &mut [f64],
+) -> u32 {
+    let mut at = 0;
+    for (k, spec) in specs.iter().enumerate() {
+        let id = tensors.insert_pending(job.clone(), k, spec.clone());
+        at += write_output(&mut io[at..], id, Some(spec.dtype), &spec.dims);
+    }
+    specs.len() as u32
 }

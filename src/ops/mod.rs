@@ -15,7 +15,7 @@ mod io;
 pub mod validate;
 
 pub use eager::{run_ids, PreparedOp};
-pub use io::{adopt_output, output_room, too_small, write_output, write_outputs};
+pub use io::{adopt_output, check_room, write_outputs, write_pending_outputs};
 pub use validate::OpChecks;
 
 use crate::error::Result;
