@@ -14,7 +14,7 @@ use crate::graphs::single_ops::OpInput;
 const HEAVY_INPUT_ELEMENTS: i64 = 1 << 20;
 
 /// Queues the op on the executor when waiting for it would hold the JS thread: an input is
-/// still being computed there, or it is a product or convolution of more than
+/// still being computed there (`pending`), or it is a product or convolution of more than
 /// `HEAVY_INPUT_ELEMENTS` input elements. Only ops that cannot fail on values, whose output
 /// shapes TF infers before running them; `None` leaves the op to run here (where an error is
 /// reported with the op's name).
@@ -23,6 +23,7 @@ pub fn run_in_background(
     plans: &[PreparedOp],
     plan: u32,
     ids: &[u64],
+    pending: bool,
     room: i64,
     io: &mut [f64],
 ) -> Result<Option<u32>> {
@@ -39,7 +40,6 @@ pub fn run_in_background(
     {
         return Ok(None);
     }
-    let pending = ids.iter().any(|&id| state.tensors.is_pending(id));
     let heavy = !pending && kind.compute_bound && is_heavy(state, ids);
     if !pending && !heavy {
         return Ok(None);

@@ -211,13 +211,14 @@ enum Step {
     Now { at: TrieStep, new: Vec<u64> },
 }
 
-/// Runs prepared op `plan` on `ids`, deferring it when it can, writing its outputs into `io`.
-/// Returns the output count.
+/// Runs prepared op `plan` on `ids`, deferring it when it can (never on a `pending` input, an
+/// executor job's output), writing its outputs into `io`. Returns the output count.
 pub fn run_or_defer(
     state: &mut Runtime,
     plans: &[PreparedOp],
     plan: u32,
     ids: &[u64],
+    pending: bool,
     room: i64,
     io: &mut [f64],
 ) -> Result<u32> {
@@ -225,7 +226,7 @@ pub fn run_or_defer(
     let step = if state.tracer.enabled
         && !state.tracer.paused
         && prepared.node.is_some_and(|kind| kind.deferrable)
-        && !ids.iter().any(|&id| state.tensors.is_pending(id))
+        && !pending
     {
         classify(state, plan, ids)?
     } else {

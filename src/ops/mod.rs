@@ -119,8 +119,12 @@ pub fn run_prepared(
     room: i64,
     io: &mut [f64],
 ) -> Result<u32> {
-    if let Some(count) = background::run_in_background(state, plans, plan, ids, room, io)? {
+    // Only graph nodes may be queued or deferred; they alone need to know.
+    let pending =
+        plans[plan as usize].node.is_some() && ids.iter().any(|&id| state.tensors.is_pending(id));
+    if let Some(count) = background::run_in_background(state, plans, plan, ids, pending, room, io)?
+    {
         return Ok(count);
     }
-    deferred::run_or_defer(state, plans, plan, ids, room, io)
+    deferred::run_or_defer(state, plans, plan, ids, pending, room, io)
 }
