@@ -294,6 +294,13 @@ export interface Stats {
 }
 
 /**
+ * Finishes the job in progress and stops the executor thread: `process.exit()` runs no env
+ * cleanup hooks before the process's own destructors, which would tear TensorFlow down under a
+ * job still running. Called from a `process` `'exit'` listener (js/backend/tensorflow_backend.js).
+ */
+export declare function stopBackgroundWork(): void
+
+/**
  * The outputs of job `job` as `[{id, shape, dtype}]` (waiting for it when it is not done),
  * or TF's error of its run; the number is forgotten either way.
  */

@@ -866,6 +866,7 @@ module.exports.runSavedModelInBackground = nativeBinding.runSavedModelInBackgrou
 module.exports.setDeviceScope = nativeBinding.setDeviceScope
 module.exports.startServer = nativeBinding.startServer
 module.exports.stats = nativeBinding.stats
+module.exports.stopBackgroundWork = nativeBinding.stopBackgroundWork
 module.exports.takeJobOutputs = nativeBinding.takeJobOutputs
 module.exports.tensorDataSync = nativeBinding.tensorDataSync
 module.exports.tensorDevice = nativeBinding.tensorDevice

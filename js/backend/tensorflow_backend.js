@@ -103,6 +103,19 @@ class ConstCache {
   }
 }
 
+/** Bindings whose executor is stopped when the process exits. */
+const stoppedAtExit = new WeakSet();
+
+/**
+ * The executor thread must not run a graph while `process.exit()`'s destructors tear TF
+ * down (no env cleanup hook runs first): stop it from the `'exit'` event, once per binding.
+ */
+function stopBackgroundWorkAtExit(binding) {
+  if (stoppedAtExit.has(binding)) return;
+  stoppedAtExit.add(binding);
+  process.once('exit', () => binding.stopBackgroundWork());
+}
+
 class TensorFlowBackend extends tfc.KernelBackend {
   constructor(binding) {
     super();
@@ -114,6 +127,7 @@ class TensorFlowBackend extends tfc.KernelBackend {
     /** Native ids with more than one owner -> their owner count (absent: one owner). */
     this.sharedIds = new Map();
     this.isUsingGpuDevice = binding.isUsingGpuDevice();
+    stopBackgroundWorkAtExit(binding);
     /** Repeated runs of ops execute as one graph (src/ops/deferred.rs), so fusing ops buys less. */
     this.deferring = binding.isDeferring();
     this.castAttrsByPair = new Map();

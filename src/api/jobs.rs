@@ -61,3 +61,14 @@ pub fn take_job_outputs(env: Env, job: u32) -> napi::Result<Unknown<'static>> {
         Ok(js.to_unknown(outputs_to_js(js, state, outputs)?))
     })
 }
+
+/// Finishes the job in progress and stops the executor thread: `process.exit()` runs no env
+/// cleanup hooks before the process's own destructors, which would tear TensorFlow down under a
+/// job still running. Called from a `process` `'exit'` listener (js/backend/tensorflow_backend.js).
+#[napi_derive::napi(js_name = "stopBackgroundWork")]
+pub fn stop_background_work(env: Env) -> napi::Result<()> {
+    js_call(&env, |js| {
+        EnvState::get(js)?.run.executor.shut_down();
+        Ok(())
+    })
+}
