@@ -1,6 +1,8 @@
 'use strict';
 // Whole calls as graphs (js/graphs/): a model's predict, training and test steps, GraphModel
-// execute and tf.node.function run as one TF graph from their third call with the same key.
+// execute and tf.node.function run as one TF graph from their third call with the same key
+// (their second when the first made an optimizer's slots; a predict of several batches from
+// its second, its batches witnessing one another).
 // Nothing may change but speed: values as eager (and as tfjs's cpu backend), fresh random
 // values per call, variables and optimizer state as eager, changes seen at once, tensor
 // counts as eager, errors at the call, and a switch that turns it off.
@@ -135,6 +137,90 @@ test('replayed calls leave the tensor counts of eager calls', async () => {
   const graphs = await on('graphs', counts);
   const eager = await on('eager', counts);
   assert.deepStrictEqual(graphs, eager);
+});
+
+const compiled = () => tf.node.callGraphStats().compiled;
+
+test('a predict of several batches is a graph from its second call, as eager and cpu', async () => {
+  const run = async () => {
+    const m = convnet();
+    const out = [];
+    for (const n of [32, 30]) {
+      // 4 batches of 8; then 8, 8, 8 and 6.
+      const {x} = data(n);
+      const before = compiled();
+      out.push(...m.predict(x, {batchSize: 8}).dataSync());
+      const after = compiled();
+      const replayed = replays();
+      out.push(...m.predict(x, {batchSize: 8}).dataSync());
+      if (tf.getBackend() === 'tensorflow' && tf.env().getBool(FLAG)) {
+        assert.strictEqual(after - before, 1, `${n} samples: compiled by the first predict`);
+        assert.strictEqual(replays() - replayed, 1, `${n} samples: the second replays`);
+      }
+      x.dispose();
+    }
+    m.dispose();
+    return out;
+  };
+  const graphs = await on('graphs', run);
+  close(graphs, await on('eager', run), 1e-5, 'eager');
+  close(graphs, await on('cpu', run), 1e-4, 'cpu');
+});
+
+test('batches whose JS writes different values do not witness one another', async () => {
+  // A layer adding how often it ran: each batch, and each call, writes another constant.
+  class AddCount extends tf.layers.Layer {
+    constructor() {
+      super({});
+      this.count = 0;
+    }
+    call(inputs) {
+      this.count++;
+      return tf.add(Array.isArray(inputs) ? inputs[0] : inputs, tf.scalar(this.count));
+    }
+    static get className() {
+      return 'AddCount';
+    }
+  }
+  const m = tf.sequential();
+  m.add(tf.layers.dense({units: 2, inputShape: [3], kernelInitializer: 'ones', useBias: false}));
+  m.add(new AddCount());
+  const x = tf.ones([4, 3]);
+  const before = compiled();
+  for (let call = 0; call < 6; call++) {
+    const got = Array.from(m.predict(x, {batchSize: 2}).dataSync());
+    // Batch b of call c added 2c + b + 1 to 3.
+    const want = [0, 0, 1, 1].map((b) => 3 + 2 * call + b + 1);
+    close(got, want.flatMap((v) => [v, v]), 0, `call ${call}`);
+  }
+  assert.strictEqual(compiled(), before, 'never a graph');
+  m.dispose();
+  x.dispose();
+});
+
+test('a training step that made the optimizer\'s slots witnesses the next', async () => {
+  const run = async () => {
+    const m = convnet();
+    const {x, y} = data(8);
+    const losses = [];
+    const compiledAt = [];
+    for (let step = 0; step < 4; step++) {
+      const before = compiled();
+      losses.push(...await m.trainOnBatch(x, y));
+      if (compiled() > before) compiledAt.push(step);
+    }
+    const weights = m.getWeights().flatMap((w) => Array.from(w.dataSync()));
+    m.dispose();
+    tf.dispose([x, y]);
+    return {losses, weights, compiledAt};
+  };
+  const graphs = await on('graphs', run);
+  assert.deepStrictEqual(graphs.compiledAt, [1], 'adam made its slots in step 0; step 1 compiles');
+  for (const [name, want, eps] of [['eager', await on('eager', run), 1e-5],
+    ['cpu', await on('cpu', run), 1e-4]]) {
+    close(graphs.losses, want.losses, eps, `${name} losses`);
+    close(graphs.weights, want.weights, eps, `${name} weights`);
+  }
 });
 
 test('dropout draws a fresh mask on every replay of a training step', async () => {

@@ -9,10 +9,16 @@
 //! - an asynchronous read (`whenReady`) gets a promise that the JS thread resolves when the
 //!   executor's wakeup reports the job done.
 //!
+//! The first run of a graph is the exception: only the executor thread runs it. It sets the
+//! session up, and TF caches part of that per thread (oneDNN's graph pass looks each op's
+//! kernels up once per thread), so a dense model's second graph set up in 2-3 ms on the
+//! thread that had set up the first, and in 10-12 ms on the other.
+//!
 //! Jobs wait for the jobs whose outputs they take, which always come before them, so nothing
 //! waits on itself. One thread, not a pool: TF's kernels already spread one run over the
 //! machine's cores (intra-op threads), and one queue keeps the order in which JS issued work.
 
+use std::cell::Cell;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -42,26 +48,41 @@ impl Input {
 }
 
 /// What a job computes: its outputs, from inputs it took when made.
-pub struct Work(Box<dyn FnOnce(&Status) -> Outputs + Send>);
+pub struct Work {
+    run: Box<dyn FnOnce(&Status) -> Outputs + Send>,
+    /// Only the executor thread may run it (a graph's first run).
+    on_executor: bool,
+}
 
 type Outputs = Result<Vec<TensorHandle>>;
 
 impl Work {
     pub fn new(run: impl FnOnce(&Status) -> Outputs + Send + 'static) -> Work {
-        Work(Box::new(run))
+        Work {
+            run: Box::new(run),
+            on_executor: false,
+        }
     }
 
     /// A run of `graph` on `feeds` (one per placeholder).
     pub fn graph_run(graph: Arc<CompiledGraph>, feeds: Vec<Input>) -> Work {
-        Work::new(move |status| {
+        let on_executor = !graph.has_run();
+        let mut work = Work::new(move |status| {
             let feeds = feeds
                 .iter()
                 .map(|input| input.resolve(status))
                 .collect::<Result<Vec<_>>>()?;
             let feeds: Vec<&TensorHandle> = feeds.iter().collect();
             graph.run(&feeds, status)
-        })
+        });
+        work.on_executor = on_executor;
+        work
     }
+}
+
+thread_local! {
+    /// This thread is an env's executor thread.
+    static IS_EXECUTOR: Cell<bool> = const { Cell::new(false) };
 }
 
 enum JobState {
@@ -72,6 +93,8 @@ enum JobState {
 
 pub struct Job {
     state: Mutex<JobState>,
+    /// `Work::on_executor`.
+    on_executor: bool,
     finished: Condvar,
     /// Told when the job is done, wherever it ran.
     completions: Arc<Completions>,
@@ -83,8 +106,11 @@ impl Job {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Runs the job in this thread unless a thread has started it.
+    /// Runs the job in this thread unless a thread has started it, or it is the executor's.
     fn run_if_queued(&self, status: &Status) {
+        if self.on_executor && !IS_EXECUTOR.get() {
+            return;
+        }
         let work = {
             let mut state = self.lock();
             match std::mem::replace(&mut *state, JobState::Running) {
@@ -95,7 +121,7 @@ impl Job {
                 }
             }
         };
-        let result = (work.0)(status);
+        let result = (work.run)(status);
         *self.lock() = JobState::Done(result);
         self.finished.notify_all();
         self.completions.job_done();
@@ -128,7 +154,7 @@ impl Job {
         self.run_if_queued(status);
         let state = self
             .finished
-            .wait_while(self.lock(), |state| matches!(state, JobState::Running))
+            .wait_while(self.lock(), |state| !matches!(state, JobState::Done(_)))
             .unwrap_or_else(|p| p.into_inner());
         match &*state {
             JobState::Done(Ok(outputs)) => take(outputs),
@@ -200,7 +226,9 @@ impl Executor {
                 .map_err(|e| Error::Invalid(format!("cannot start the executor thread: {e}")))?;
             self.thread = Some(thread);
         }
+        let on_executor = work.on_executor;
         let job = Arc::new(Job {
+            on_executor,
             state: Mutex::new(JobState::Queued(work)),
             finished: Condvar::new(),
             completions: self.completions.clone(),
@@ -217,7 +245,7 @@ impl Executor {
         // (waking the thread for it only added a hand-off: a tiny predict then read took 24%
         // longer), an asynchronous one starts the thread (`when_done`). A second job queued
         // means JS went on without reading: the thread starts on the first.
-        if waiting > 1 {
+        if waiting > 1 || on_executor {
             changed.notify_one();
         }
         self.jobs_made += 1;
@@ -250,21 +278,15 @@ impl Executor {
             .ok_or_else(|| unknown_ticket(ticket))
     }
 
-    /// Runs the queued jobs here and waits for the one in progress: nothing runs after this
+    /// Waits until the queued jobs and the one in progress are done: nothing runs after this
     /// returns until the next `submit` (before the context changes under the jobs).
-    pub fn wait_idle(&self, status: &Status) {
+    pub fn wait_idle(&self) {
         let (queue, changed) = &*self.queue;
-        let queued: Vec<Arc<Job>> = {
-            let mut queue = queue.lock().unwrap_or_else(|p| p.into_inner());
-            queue.jobs.drain(..).collect()
-        };
-        for job in queued {
-            job.run_if_queued(status);
-        }
+        self.start();
         let guard = queue.lock().unwrap_or_else(|p| p.into_inner());
         drop(
             changed
-                .wait_while(guard, |q| q.running)
+                .wait_while(guard, |q| q.running || !q.jobs.is_empty())
                 .unwrap_or_else(|p| p.into_inner()),
         );
     }
@@ -303,6 +325,7 @@ fn unknown_ticket(ticket: u32) -> Error {
 
 /// The executor thread: runs queued jobs in order until the env shuts down.
 fn work_through(shared: &Shared) {
+    IS_EXECUTOR.set(true);
     let status = Status::new();
     let (queue, changed) = shared;
     let lock = || queue.lock().unwrap_or_else(|p| p.into_inner());

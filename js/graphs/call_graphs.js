@@ -6,7 +6,11 @@
 //
 //   1. calls run eagerly while the backend records them (recording.js);
 //   2. once two consecutive recordings ran the same ops on the same outside tensors (the same
-//      variables, constants of equal values), the last is compiled (`compileCall`);
+//      variables, constants of equal values), the last is compiled (`compileCall`), where a
+//      first training step that made the optimizer's slots counts as if they had been there
+//      (`Recording.asIfCreatedBefore`); so is a
+//      recording whose repeating parts agree alike (`Recording.part`: a predict's batches),
+//      from its first call;
 //   3. later calls feed the inputs and the variables' current values to that graph in one
 //      `runCall`, make the outputs tfjs tensors, and assign the variables the call assigned.
 //
@@ -27,6 +31,16 @@ const MAX_KEYS = 64;
 const FLAG = 'TFJS_NODE_RS_CALL_GRAPHS';
 
 tfc.env().registerFlag(FLAG, () => process.env[FLAG] !== '0');
+
+// A recorded call that makes variables tells its recording which, and what they start as.
+const engine = tfc.engine();
+const makeVariable = engine.makeVariable;
+engine.makeVariable = function(...args) {
+  const v = makeVariable.apply(this, args);
+  const recording = recordingNow();
+  if (recording !== null) recording.createdVariable(v);
+  return v;
+};
 
 /** Counters for `tf.node.callGraphStats()`. */
 const stats = {compiled: 0, replays: 0, recordings: 0, eagerKeys: 0, lastFailure: null};
@@ -100,10 +114,11 @@ class CallGraphs {
     }
     if (sideEffects) call.sideEffect = sideEffects.read() - before;
     const previous = entry.last;
-    if (previous !== null && previous.call.key === call.key &&
+    const repeated = previous !== null && !call.witnessOnly && previous.call.key === call.key &&
         sameOutside(previous.call.outside, call.outside) &&
-        previous.call.sideEffect === call.sideEffect) {
-      previous.recording.release();
+        previous.call.sideEffect === call.sideEffect;
+    if (repeated || call.witnessed) {
+      if (previous !== null) previous.recording.release();
       entry.last = null;
       this.compile(backend, entry, call, recording, sideEffects);
       recording.release();
@@ -228,6 +243,25 @@ class CallGraphs {
   }
 }
 
+/**
+ * The call being recorded, if any, starts a part that repeats (`Recording.part`) on
+ * `tensors`; `endParts()` marks where the last part ends.
+ */
+function recordPart(tensors) {
+  const recording = recordingNow();
+  if (recording !== null) recording.part(tensors);
+}
+
+function endParts() {
+  const recording = recordingNow();
+  if (recording !== null) recording.endParts();
+}
+
+function recordingNow() {
+  const backend = tfc.backend();
+  return backend instanceof TensorFlowBackend ? backend.ops.recording : null;
+}
+
 /** Whether calls may be graphs now (see the header). */
 function ready(backend) {
   const engine = tfc.engine();
@@ -259,4 +293,4 @@ function tensorsKey(tensors) {
   return key;
 }
 
-module.exports = {FLAG, CallGraphs, tensorsKey, stats};
+module.exports = {FLAG, CallGraphs, tensorsKey, stats, recordPart, endParts};

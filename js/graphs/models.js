@@ -12,7 +12,7 @@
 const tfc = require('@tensorflow/tfjs-core');
 const {LayersModel} = require('@tensorflow/tfjs-layers');
 const {GraphModel} = require('@tensorflow/tfjs-converter');
-const {CallGraphs, tensorsKey} = require('./call_graphs');
+const {CallGraphs, tensorsKey, recordPart, endParts} = require('./call_graphs');
 
 /** Call-site caches per model and kind. */
 const cachesOf = new WeakMap();
@@ -71,6 +71,16 @@ function iterationsOf(model) {
   };
 }
 
+/**
+ * The samples of a predict's inputs: their common first dimension; 0 when they do not agree
+ * (tfjs-layers' loop reports those).
+ */
+function samplesOf(inputs) {
+  if (inputs.length === 0 || inputs.some((t) => t.rank === 0)) return 0;
+  const count = inputs[0].shape[0];
+  return inputs.every((t) => t.shape[0] === count) ? count : 0;
+}
+
 /** The tensors of `value` (a tensor, or arrays / plain objects of them), in order. */
 function tensorsOf(value, out = []) {
   if (value instanceof tfc.Tensor) out.push(value);
@@ -97,12 +107,39 @@ function argsKey(value) {
 
 function installModelGraphs() {
   const predictLoop = LayersModel.prototype.predictLoop;
-  LayersModel.prototype.predictLoop = function(ins, batchSize, verbose) {
+  LayersModel.prototype.predictLoop = function(ins, batchSize = 32, verbose = false) {
     const inputs = tensorsOf(ins);
     const key = `${argsKey(ins)}b${batchSize}v${verbose ? 1 : 0}${layersKey(this)}`;
     return cacheOf(this, 'predict').call(key, inputs,
-                                         () => predictLoop.call(this, ins, batchSize, verbose));
+                                         () => predictInBatches(this, ins, batchSize, verbose));
   };
+
+  /**
+   * tfjs-layers' predict loop, with each batch marked as a part of the call (`recordPart`),
+   * so that a predict of two batches or more is a graph from its first call: the loop slices
+   * the batches and concatenates their outputs as tfjs-layers' does, and runs each through
+   * tfjs-layers' own loop.
+   */
+  function predictInBatches(model, ins, batchSize, verbose) {
+    const inputs = tensorsOf(ins);
+    const count = samplesOf(inputs);
+    if (count < 2 * batchSize || verbose) return predictLoop.call(model, ins, batchSize, verbose);
+    return tfc.tidy(() => {
+      const batches = [];
+      for (let start = 0; start < count; start += batchSize) {
+        const size = Math.min(batchSize, count - start);
+        batches.push(inputs.map((t) => tfc.slice(t, start, size)));
+      }
+      const outputs = batches.map((batch) => {
+        recordPart(batch);
+        const out = predictLoop.call(model, Array.isArray(ins) ? batch : batch[0], batchSize);
+        return Array.isArray(out) ? out : [out];
+      });
+      endParts();
+      const joined = outputs[0].map((_, i) => tfc.concat(outputs.map((out) => out[i]), 0));
+      return joined.length === 1 ? joined[0] : joined;
+    });
+  }
 
   const makeTrainFunction = LayersModel.prototype.makeTrainFunction;
   LayersModel.prototype.makeTrainFunction = function() {

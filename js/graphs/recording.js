@@ -25,6 +25,8 @@ class Recording {
     this.failure = null;
     /** `[{op, inputs: [ref]}]`, ref being `{node, output}` or `{outside: k}`. */
     this.ops = [];
+    /** Outputs of each op. */
+    this.outputCounts = [];
     /** Native id -> ref, for every output of the call's ops and every outside tensor. */
     this.refs = new Map();
     /** Native ids of the outside tensors, by first use; each kept alive until `release`. */
@@ -54,6 +56,84 @@ class Recording {
       this.variablesBefore.set(v, id);
     }
     this.tensorsBefore = tfc.engine().state.numTensors;
+    /** `{variable, id}` of the variables the call made, and the native id they started as. */
+    this.madeVariables = [];
+    /** Parts of the call that repeat (`part`), and where the last one ends. */
+    this.parts = [];
+    this.partsEnd = null;
+  }
+
+  /**
+   * The call starts a part that repeats (a batch of a predict), on the tensors `inputs`.
+   * Two parts that run the same ops on the same outside tensors witness what two calls
+   * would: that the ops the call's JS runs do not change from one run to the next. Mark the
+   * parts' end with `endParts`.
+   */
+  part(inputs) {
+    const refs = new Map();
+    inputs.forEach((t, i) => {
+      const ref = this.refs.get(this.backend.idOf(t));
+      if (ref !== undefined && !refs.has(refKey(ref))) refs.set(refKey(ref), i);
+    });
+    this.parts.push({start: this.ops.length, inputs: refs});
+  }
+
+  endParts() {
+    this.partsEnd = this.ops.length;
+  }
+
+  /** Whether the first two parts ran the same ops on the same outside tensors. */
+  partsAgree() {
+    if (this.parts.length < 2 || this.partsEnd === null) return false;
+    const [a, b] = this.parts;
+    const bEnd = this.parts.length > 2 ? this.parts[2].start : this.partsEnd;
+    if (b.start - a.start !== bEnd - b.start || a.inputs.size !== b.inputs.size) return false;
+    const x = this.partKey(a, b.start);
+    const y = this.partKey(b, bEnd);
+    return x.key === y.key && sameOutside(x.fixed, y.fixed);
+  }
+
+  /**
+   * A part's ops as a string that two parts share when they run the same ops wired alike:
+   * their own nodes by position in the part, their inputs by position among them, inputs and
+   * variables of the call as themselves; fixed tensors by order of use (`fixed`, their
+   * descriptions, which must agree too: a batch writes its own constants from JS).
+   */
+  partKey(part, end) {
+    let key = '';
+    const fixed = [];
+    const fixedAt = new Map();
+    for (let i = part.start; i < end; i++) {
+      const {op, inputs} = this.ops[i];
+      key += op + '(';
+      for (const ref of inputs) {
+        if (ref.outside !== undefined) {
+          const outside = this.describeOutside(this.outside[ref.outside]);
+          if (outside.fixed === undefined) {
+            key += 'x' + ref.outside;
+          } else {
+            if (!fixedAt.has(ref.outside)) {
+              fixedAt.set(ref.outside, fixed.length);
+              fixed.push(outside);
+            }
+            key += 'f' + fixedAt.get(ref.outside);
+          }
+        } else if (ref.node >= part.start) {
+          key += 'n' + (ref.node - part.start) + '.' + ref.output;
+        } else {
+          const input = part.inputs.get(refKey(ref));
+          key += input !== undefined ? 'i' + input : 'e' + refKey(ref);
+        }
+        key += ',';
+      }
+      key += ')';
+    }
+    return {key, fixed};
+  }
+
+  /** The call made variable `v` (an optimizer's slot, on its first step). */
+  createdVariable(v) {
+    this.madeVariables.push({variable: v, id: this.backend.idOf(v)});
   }
 
   /** The call made the tensor of `rec` from JS values. */
@@ -101,6 +181,7 @@ class Recording {
       varies = varies || this.varying.has(id) || this.inputIds.has(id) || this.variables.has(id);
     }
     this.ops.push({op, inputs});
+    this.outputCounts.push(outs.length);
     for (let j = 0; j < outs.length; j++) {
       this.refs.set(outs[j].id, {node, output: j});
       if (varies) this.varying.add(outs[j].id);
@@ -131,7 +212,8 @@ class Recording {
 
   /**
    * Ends the recording of a call that returned `result`: the call's description
-   * (`{key, outside, outputs, assigned, template}`), or null with `this.failure` set.
+   * (`{key, outside, outputs, assigned, template, witnessed}`: `witnessed` when its parts
+   * agree, see `part`), or null with `this.failure` set.
    */
   finish(result) {
     const backend = this.backend;
@@ -167,21 +249,96 @@ class Recording {
       }
       assigned.push({variable: v, ref});
     }
-    if (Object.keys(registered).length !== this.variableCount) {
-      this.fail('creates variables');
+    // By creation, not by registration: tfjs lists variables with numeric names (an
+    // optimizer's slots) first, so a call that made some would order them otherwise.
+    assigned.sort((a, b) => a.variable.id - b.variable.id);
+    const createdCount = Object.keys(registered).length - this.variableCount;
+    if (createdCount !== this.madeVariables.length) {
+      this.fail('creates or disposes variables');
       return null;
     }
     // Replays create only the outputs, as the eager call must have done.
-    if (engine.state.numTensors - this.tensorsBefore !== newOutputs.size) {
+    if (engine.state.numTensors - this.tensorsBefore !== newOutputs.size + createdCount) {
       this.fail('keeps tensors it does not return');
       return null;
     }
+    if (createdCount > 0) return this.asIfCreatedBefore(outputs, assigned);
     const outside = this.outside.map((id) => this.describeOutside(id));
-    let key = '';
-    for (const {op, inputs} of this.ops) key += op + '(' + inputs.map(refKey).join(',') + ')';
-    key += '>' + outputs.map((o) => refKey(o.ref)).join(',');
-    key += '>' + assigned.map((a) => refKey(a.ref)).join(',');
-    return {key, outside, outputs, assigned, template};
+    const key = callKey(this.ops, outputs, assigned);
+    return {key, outside, outputs, assigned, template, witnessed: this.partsAgree()};
+  }
+
+  /**
+   * A call that made variables (a training step's first, making the optimizer's slots), as
+   * the next call will be if the call's JS does the same again: the variables are outside
+   * tensors, and the ops that only computed their first values are gone. Such a description
+   * (`witnessOnly`) is never compiled; the next recording is compared with it.
+   */
+  asIfCreatedBefore(outputs, assigned) {
+    const made = new Map();
+    for (const c of this.madeVariables) {
+      const ref = this.refs.get(c.id);
+      if (ref !== undefined) made.set(refKey(ref), c.variable);
+    }
+    // Ops every output of which is a first value, or is used only by such ops: backwards.
+    const kept = new Array(this.ops.length).fill(true);
+    const usedBy = new Map();
+    this.ops.forEach(({inputs}, node) => {
+      for (const ref of inputs) {
+        const k = refKey(ref);
+        if (!usedBy.has(k)) usedBy.set(k, []);
+        usedBy.get(k).push(node);
+      }
+    });
+    const ends = new Set(outputs.concat(assigned).map((o) => refKey(o.ref)));
+    for (let node = this.ops.length - 1; node >= 0; node--) {
+      let feedsFirstValue = false;
+      let onlyThat = true;
+      for (let output = 0; output < this.outputCounts[node]; output++) {
+        const k = node + '.' + output;
+        const users = usedBy.get(k) || [];
+        if (made.has(k)) feedsFirstValue = true;
+        else if (users.length > 0 && users.every((u) => !kept[u])) feedsFirstValue = true;
+        else if (users.length > 0 || ends.has(k)) onlyThat = false;
+      }
+      if (feedsFirstValue && onlyThat) kept[node] = false;
+    }
+    // What is left, renumbered, with outside tensors numbered by first use as a recording does.
+    const nodeOf = new Array(this.ops.length);
+    const ops = [];
+    const outside = [];
+    const outsideOf = new Map();
+    const outsideRef = (k, describe) => {
+      if (!outsideOf.has(k)) {
+        outsideOf.set(k, outside.length);
+        outside.push(describe());
+      }
+      return {outside: outsideOf.get(k)};
+    };
+    const remap = (ref) => {
+      const k = refKey(ref);
+      const variable = made.get(k);
+      if (variable !== undefined) return outsideRef(k, () => ({variable, id: -1}));
+      if (ref.outside !== undefined) {
+        return outsideRef(k, () => this.describeOutside(this.outside[ref.outside]));
+      }
+      return {node: nodeOf[ref.node], output: ref.output};
+    };
+    this.ops.forEach(({op, inputs}, node) => {
+      if (!kept[node]) return;
+      nodeOf[node] = ops.length;
+      ops.push({op, inputs: inputs.map(remap)});
+    });
+    const remapped = (list) => list.map((o) => ({...o, ref: remap(o.ref)}));
+    const madeAssigned = this.madeVariables
+        .filter((c) => this.backend.idOf(c.variable) !== c.id)
+        .map((c) => ({variable: c.variable, ref: this.refs.get(this.backend.idOf(c.variable))}));
+    if (madeAssigned.some((a) => a.ref === undefined || a.ref.outside !== undefined)) {
+      this.fail('assigns a variable a value none of its ops computed');
+      return null;
+    }
+    const key = callKey(ops, remapped(outputs), remapped(assigned.concat(madeAssigned)));
+    return {key, outside, witnessOnly: true};
   }
 
   /** What a replay feeds for outside tensor `id`: an input, a variable's value, or itself. */
@@ -198,6 +355,14 @@ class Recording {
     for (const id of this.outside) this.backend.dropId(id);
     this.outside = [];
   }
+}
+
+/** A string two calls share when they ran the same ops, wired alike, to the same ends. */
+function callKey(ops, outputs, assigned) {
+  let key = '';
+  for (const {op, inputs} of ops) key += op + '(' + inputs.map(refKey).join(',') + ')';
+  key += '>' + outputs.map((o) => refKey(o.ref)).join(',');
+  return key + '>' + assigned.map((a) => refKey(a.ref)).join(',');
 }
 
 function refKey(ref) {

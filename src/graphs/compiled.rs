@@ -5,6 +5,7 @@
 //! compiled before it (240 runs of 36 ops: 6 ms for the first, 240 ms for the last).
 
 use std::ffi::CString;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::nodes;
 use crate::error::{Error, Result};
@@ -97,6 +98,8 @@ pub struct CompiledGraph {
     /// Every fetch's dtype and dims as TF infers them from the feeds' shapes, when it infers
     /// them all: then the outputs are known before the graph runs (`crate::executor`).
     static_outputs: Option<Vec<OutputSpec>>,
+    /// A run has set up the session's executors (see `has_run`).
+    ran: AtomicBool,
 }
 
 // SAFETY: the session is Send and Sync; the node outputs are plain pointers into its graph,
@@ -210,6 +213,7 @@ impl CompiledGraph {
             fetches,
             feed_specs,
             static_outputs,
+            ran: AtomicBool::new(false),
         })
     }
 
@@ -261,11 +265,18 @@ impl CompiledGraph {
             .map(|(&feed, tensor)| (session.port_of(feed), tensor))
             .collect();
         let fetches: Vec<_> = self.fetches.iter().map(|&f| session.port_of(f)).collect();
-        session
-            .run(&feeds, &fetches, status)?
+        let outputs = session.run(&feeds, &fetches, status);
+        self.ran.store(true, Ordering::Release);
+        outputs?
             .iter()
             .map(|tensor| TensorHandle::from_tensor(tensor, status))
             .collect()
+    }
+
+    /// Whether the graph has run. Its first run sets the session up (placement, TF's graph
+    /// passes, kernels): milliseconds to hundreds of them, part of which TF caches per thread.
+    pub fn has_run(&self) -> bool {
+        self.ran.load(Ordering::Acquire)
     }
 }
 

@@ -92,7 +92,7 @@ impl Runtime {
     /// job is left running (before the context is reconfigured under them).
     pub fn finish_all_work(&mut self, plans: &[PreparedOp]) -> Result<()> {
         deferred::end_run(self, plans, false)?;
-        self.executor.wait_idle(&self.status);
+        self.executor.wait_idle();
         self.tensors.settle_all_pending(&self.status)
     }
 

@@ -91,15 +91,17 @@ impl Session {
     }
 
     /// A session over a new, empty graph that runs the nodes callers add to it (`graph()`), all
-    /// in the calling thread, exactly as built (no Grappler rewrites, so results match the same
-    /// ops run eagerly).
+    /// in the calling thread, exactly as built (no Grappler rewrites, no constant folding or
+    /// common subexpressions, so results match the same ops run eagerly).
     pub fn in_caller_thread(status: &Status) -> Result<Session> {
         let graph = Graph::new()?;
         // ConfigProto { inter_op_parallelism_threads: -1 (5: varint),
-        //   graph_options (10) { rewrite_options (10) { disable_meta_optimizer (19): true } } }
+        //   graph_options (10) { rewrite_options (10) { disable_meta_optimizer (19): true },
+        //     optimizer_options (3) { opt_level (3): L0 = -1 } } }
         const CONFIG: &[u8] = &[
-            0x28, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0x52, 0x05, 0x52,
-            0x03, 0x98, 0x01, 0x01,
+            0x28, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0x52, 0x12, 0x52,
+            0x03, 0x98, 0x01, 0x01, 0x1a, 0x0b, 0x18, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+            0xff, 0xff, 0x01,
         ];
         // The session's threads inherit this mask (see `signals`).
         let _blocked = AsyncSignalsBlocked::new();
