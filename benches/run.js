@@ -10,7 +10,8 @@
 //
 // Options:
 //   --quick              a subset, one pass (for development; does not touch RESULTS.md)
-//   --backends=a,b       backends to run (default: tensorflow,tfjs-node,wasm,cpu,keras)
+//   --backends=a,b       backends to run (default: tensorflow,defer-off,tfjs-node,wasm,cpu,keras;
+//                        defer-off: this package with TFJS_NODE_RS_DEFER=0)
 //   --models=a,b         models to run (default: all, or the quick subset)
 //   --only=models,micro,rss,clients,distributed   groups to run (default: all; clients: real
 //                        client libraries of tfjs-node, scripts/clients.js, on tensorflow,
@@ -37,7 +38,10 @@ const report = require('./report');
 const ROOT = path.resolve(__dirname, '..');
 const PRIMARY = 'tensorflow';
 const CORE_FLOOR = require('./core_floor').NAME;
-const ALL_BACKENDS = ['tensorflow', 'tfjs-node', 'wasm', 'cpu', 'keras'];
+// `defer-off`: this package with its per-op deferring off (TFJS_NODE_RS_DEFER=0), so that
+// every row shows what deferring does, measured in the same run.
+const DEFER_OFF = 'defer-off';
+const ALL_BACKENDS = ['tensorflow', DEFER_OFF, 'tfjs-node', 'wasm', 'cpu', 'keras'];
 // The backends of tfjs; the Keras column runs the models only.
 const TFJS_BACKENDS = ALL_BACKENDS.filter((b) => b !== 'keras');
 // The suite's counts (../shared/reference/benchmark-suite.md).
@@ -103,7 +107,8 @@ function runWorker(task, timeoutMs = 15 * 60 * 1000) {
                            JSON.stringify(task), out],
                           {cwd: ROOT, encoding: 'utf8', timeout: timeoutMs,
                            maxBuffer: 64 << 20,
-                           env: {...process.env, TF_CPP_MIN_LOG_LEVEL: '2'}});
+                           env: {...process.env, TF_CPP_MIN_LOG_LEVEL: '2',
+                                 ...(task.backend === DEFER_OFF ? {TFJS_NODE_RS_DEFER: '0'} : {})}});
   let result;
   try {
     result = JSON.parse(fs.readFileSync(out, 'utf8'));

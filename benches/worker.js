@@ -22,8 +22,12 @@ function peerDir() {
 async function loadBackend(name) {
   let tf;
   const info = {};
-  if (name === 'tensorflow') {
+  if (name === 'tensorflow' || name === 'defer-off') {
     tf = require(REPO_ROOT);
+    const deferring = require(path.join(REPO_ROOT, 'binding.js')).isDeferring();
+    if (deferring !== (name === 'tensorflow')) {
+      throw new Error(`${name}: deferring is ${deferring ? 'on' : 'off'} (TFJS_NODE_RS_DEFER)`);
+    }
   } else if (name === 'tfjs-node') {
     tf = require(path.join(peerDir(), 'app', 'node_modules', '@tensorflow', 'tfjs-node'));
   } else if (name === 'cpu') {
@@ -44,12 +48,12 @@ async function loadBackend(name) {
   }
   await tf.ready();
   // Both TF-based packages register their backend under the name 'tensorflow'.
-  const expected = name === 'tfjs-node' ? 'tensorflow' : name;
+  const expected = name === 'tfjs-node' || name === 'defer-off' ? 'tensorflow' : name;
   if (tf.getBackend() !== expected) {
     throw new Error(`asked for backend '${expected}', got '${tf.getBackend()}'`);
   }
   info.tfjs = tf.version && tf.version.tfjs;
-  if (name === 'tensorflow' || name === 'tfjs-node') {
+  if (name === 'tensorflow' || name === 'defer-off' || name === 'tfjs-node') {
     const b = tf.backend();
     try {
       info.tfVersion = b.binding && typeof b.binding.tfVersion === 'function' ?
