@@ -32,6 +32,7 @@ const fs = require('fs');
 const os = require('os');
 const path = require('path');
 const {spawnSync} = require('child_process');
+const {backendEnv} = require('./worker');
 const {MODELS, describe} = require('./models');
 const report = require('./report');
 
@@ -108,7 +109,7 @@ function runWorker(task, timeoutMs = 15 * 60 * 1000) {
                           {cwd: ROOT, encoding: 'utf8', timeout: timeoutMs,
                            maxBuffer: 64 << 20,
                            env: {...process.env, TF_CPP_MIN_LOG_LEVEL: '2',
-                                 ...(task.backend === DEFER_OFF ? {TFJS_NODE_RS_DEFER: '0'} : {})}});
+                                 ...backendEnv(task.backend)}});
   let result;
   try {
     result = JSON.parse(fs.readFileSync(out, 'utf8'));

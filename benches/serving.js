@@ -195,8 +195,10 @@ async function load(port, {clients, seconds, warmupSeconds}) {
 
 /** Starts a server process for `backend`; resolves with `{port, firstMs, child}`. */
 function startServer(backend, env = {}) {
+  const {backendEnv} = require('./worker');
   const child = fork(__filename, [`--serve=${backend}`],
-                     {env: {...process.env, ...env}, stdio: ['ignore', 'ignore', 'pipe', 'ipc']});
+                     {env: {...process.env, ...backendEnv(backend), ...env},
+                      stdio: ['ignore', 'ignore', 'pipe', 'ipc']});
   let stderr = '';
   child.stderr.on('data', (c) => (stderr += c));
   return new Promise((resolve, reject) => {

@@ -19,6 +19,11 @@ function peerDir() {
   return process.env.TFJS_NODE_PEER_DIR || path.join(os.homedir(), '.cache', 'tfjs-node-peer');
 }
 
+/** What a backend's process needs in its environment (`defer-off`: deferring off). */
+function backendEnv(name) {
+  return name === 'defer-off' ? {TFJS_NODE_RS_DEFER: '0'} : {};
+}
+
 async function loadBackend(name) {
   let tf;
   const info = {};
@@ -191,4 +196,4 @@ async function main() {
 
 if (require.main === module) main();
 
-module.exports = {loadBackend, taskModel};
+module.exports = {backendEnv, loadBackend, taskModel};
