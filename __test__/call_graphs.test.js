@@ -39,6 +39,14 @@ async function on(mode, fn) {
 
 const replays = () => tf.node.callGraphStats().replays;
 
+/** What `run()` returns with call graphs, checked against eager calls and tfjs's cpu backend. */
+async function graphsAsEagerAndCpu(run) {
+  const graphs = await on('graphs', run);
+  close(graphs, await on('eager', run), 1e-5, 'eager');
+  close(graphs, await on('cpu', run), 1e-4, 'cpu');
+  return graphs;
+}
+
 const init = (seed) => tf.initializers.glorotUniform({seed});
 
 /** A convnet with batch norm, trained with adam on sparse labels, with an accuracy metric. */
@@ -162,9 +170,7 @@ test('a predict of several batches is a graph from its second call, as eager and
     m.dispose();
     return out;
   };
-  const graphs = await on('graphs', run);
-  close(graphs, await on('eager', run), 1e-5, 'eager');
-  close(graphs, await on('cpu', run), 1e-4, 'cpu');
+  await graphsAsEagerAndCpu(run);
 });
 
 test('batches whose JS writes different values do not witness one another', async () => {
@@ -275,9 +281,7 @@ test('setWeights, trainable changes, a new optimizer setting and a new shape are
          m.dispose();
          return seen;
        };
-       const graphs = await on('graphs', run);
-       close(graphs, await on('eager', run), 1e-5, 'eager');
-       close(graphs, await on('cpu', run), 1e-4, 'cpu');
+       await graphsAsEagerAndCpu(run);
      });
 
 test('tf.node.function: one graph per input signature, values as eager', async () => {

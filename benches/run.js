@@ -32,16 +32,15 @@ const fs = require('fs');
 const os = require('os');
 const path = require('path');
 const {spawnSync} = require('child_process');
-const {backendEnv} = require('./worker');
+const {DEFER_OFF, backendEnv} = require('./worker');
 const {MODELS, describe} = require('./models');
 const report = require('./report');
 
 const ROOT = path.resolve(__dirname, '..');
 const PRIMARY = 'tensorflow';
 const CORE_FLOOR = require('./core_floor').NAME;
-// `defer-off`: this package with its per-op deferring off (TFJS_NODE_RS_DEFER=0), so that
+// DEFER_OFF (`defer-off`): this package with deferring off (TFJS_NODE_RS_DEFER=0), so that
 // every row shows what deferring does, measured in the same run.
-const DEFER_OFF = 'defer-off';
 const ALL_BACKENDS = ['tensorflow', DEFER_OFF, 'tfjs-node', 'wasm', 'cpu', 'keras'];
 // The backends of tfjs; the Keras column runs the models only.
 const TFJS_BACKENDS = ALL_BACKENDS.filter((b) => b !== 'keras');

@@ -19,15 +19,18 @@ function peerDir() {
   return process.env.TFJS_NODE_PEER_DIR || path.join(os.homedir(), '.cache', 'tfjs-node-peer');
 }
 
-/** What a backend's process needs in its environment (`defer-off`: deferring off). */
+/** This package with its per-op deferring off, as a column of its own. */
+const DEFER_OFF = 'defer-off';
+
+/** What a backend's process needs in its environment. */
 function backendEnv(name) {
-  return name === 'defer-off' ? {TFJS_NODE_RS_DEFER: '0'} : {};
+  return name === DEFER_OFF ? {TFJS_NODE_RS_DEFER: '0'} : {};
 }
 
 async function loadBackend(name) {
   let tf;
   const info = {};
-  if (name === 'tensorflow' || name === 'defer-off') {
+  if (name === 'tensorflow' || name === DEFER_OFF) {
     tf = require(REPO_ROOT);
     const deferring = require(path.join(REPO_ROOT, 'binding.js')).isDeferring();
     if (deferring !== (name === 'tensorflow')) {
@@ -53,12 +56,12 @@ async function loadBackend(name) {
   }
   await tf.ready();
   // Both TF-based packages register their backend under the name 'tensorflow'.
-  const expected = name === 'tfjs-node' || name === 'defer-off' ? 'tensorflow' : name;
+  const expected = name === 'tfjs-node' || name === DEFER_OFF ? 'tensorflow' : name;
   if (tf.getBackend() !== expected) {
     throw new Error(`asked for backend '${expected}', got '${tf.getBackend()}'`);
   }
   info.tfjs = tf.version && tf.version.tfjs;
-  if (name === 'tensorflow' || name === 'defer-off' || name === 'tfjs-node') {
+  if (name === 'tensorflow' || name === DEFER_OFF || name === 'tfjs-node') {
     const b = tf.backend();
     try {
       info.tfVersion = b.binding && typeof b.binding.tfVersion === 'function' ?
@@ -196,4 +199,4 @@ async function main() {
 
 if (require.main === module) main();
 
-module.exports = {backendEnv, loadBackend, taskModel};
+module.exports = {DEFER_OFF, backendEnv, loadBackend, taskModel};

@@ -66,17 +66,17 @@ impl Work {
 
     /// A run of `graph` on `feeds` (one per placeholder).
     pub fn graph_run(graph: Arc<CompiledGraph>, feeds: Vec<Input>) -> Work {
-        let on_executor = !graph.has_run();
-        let mut work = Work::new(move |status| {
-            let feeds = feeds
-                .iter()
-                .map(|input| input.resolve(status))
-                .collect::<Result<Vec<_>>>()?;
-            let feeds: Vec<&TensorHandle> = feeds.iter().collect();
-            graph.run(&feeds, status)
-        });
-        work.on_executor = on_executor;
-        work
+        Work {
+            on_executor: !graph.has_run(),
+            run: Box::new(move |status| {
+                let feeds = feeds
+                    .iter()
+                    .map(|input| input.resolve(status))
+                    .collect::<Result<Vec<_>>>()?;
+                let feeds: Vec<&TensorHandle> = feeds.iter().collect();
+                graph.run(&feeds, status)
+            }),
+        }
     }
 }
 

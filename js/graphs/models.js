@@ -110,18 +110,17 @@ function installModelGraphs() {
   LayersModel.prototype.predictLoop = function(ins, batchSize = 32, verbose = false) {
     const inputs = tensorsOf(ins);
     const key = `${argsKey(ins)}b${batchSize}v${verbose ? 1 : 0}${layersKey(this)}`;
-    return cacheOf(this, 'predict').call(key, inputs,
-                                         () => predictInBatches(this, ins, batchSize, verbose));
+    return cacheOf(this, 'predict').call(
+        key, inputs, () => predictInBatches(this, ins, inputs, batchSize, verbose));
   };
 
   /**
-   * tfjs-layers' predict loop, with each batch marked as a part of the call (`recordPart`),
+   * tfjs-layers' predict loop on `ins` (its tensors `inputs`), with each batch marked as a part of the call (`recordPart`),
    * so that a predict of two batches or more is a graph from its first call: the loop slices
    * the batches and concatenates their outputs as tfjs-layers' does, and runs each through
    * tfjs-layers' own loop.
    */
-  function predictInBatches(model, ins, batchSize, verbose) {
-    const inputs = tensorsOf(ins);
+  function predictInBatches(model, ins, inputs, batchSize, verbose) {
     const count = samplesOf(inputs);
     if (count < 2 * batchSize || verbose) return predictLoop.call(model, ins, batchSize, verbose);
     return tfc.tidy(() => {
