@@ -376,17 +376,22 @@ class TensorFlowBackend extends tfc.KernelBackend {
   }
 
   /**
+   * Whether the ops run now may end up as nodes of a graph: runs are deferred, or a whole
+   * call is being recorded (js/graphs/). Kernels then prefer what a graph runs best.
+   */
+  opsJoinGraphs() {
+    return this.deferring || this.ops.recording !== null;
+  }
+
+  /**
    * A new owner's id for native tensor `id` (of `nativeShape` and `dtype`) under `shape`: the
-   * same id when the shapes agree, else a re-view of the same buffer. While runs are deferred
-   * the re-view is TF's Reshape op, which joins the run (a native re-view would have to end
-   * it); otherwise it is a native re-view with no op.
+   * same id when the shapes agree, else a re-view of the same buffer. While ops join graphs the
+   * re-view is TF's Reshape op, which joins the run or call (a native re-view would end a
+   * deferred run, and a graph has none); otherwise it is a native re-view with no op.
    */
   nativeView(id, nativeShape, shape, dtype) {
     if (sameShape(nativeShape, shape)) return this.shareId(id);
-    // A call being recorded needs the op too: a graph has no native re-views.
-    if (!this.deferring && this.ops.recording === null) {
-      return this.binding.reshapeTensor(id, shape);
-    }
+    if (!this.opsJoinGraphs()) return this.binding.reshapeTensor(id, shape);
     return this.execRaw('Reshape', this.reshapeAttrs(dtype), [id, this.vec(shape)], 1)[0].id;
   }
 

@@ -20,7 +20,7 @@ let fusedMatMulUnsupported = false;
  * MLP, where per-op cost dominates), 1.1-1.3x from 32M on (128x4000x1000: 7.0 vs 5.6 ms), where
  * Eigen's fused contraction is slower. With deferred runs the three ops go into one graph and
  * the plain product is cheaper (32x100x200: MatMul 29 us, _FusedMatMul 47 us; dense-tiny
- * predict 0.85-0.94 vs 0.99-1.28 ms), so the fused op is used only when deferring is off.
+ * predict 0.85-0.94 vs 0.99-1.28 ms), so the fused op is used only where no graph is made.
  */
 const FUSED_MATMUL_MAX_WORK = 16e6;
 
@@ -118,10 +118,9 @@ function _FusedMatMul({inputs, attrs, backend: b}) {
     const n = transposeB ? bb.shape[bb.shape.length - 2] : bb.shape[bb.shape.length - 1];
     const k = transposeA ? a.shape[a.shape.length - 2] : a.shape[a.shape.length - 1];
     const fusedOps = bias != null ? fusedOpsFor(activation) : null;
-    // Unfused where the product joins a graph (a deferred run, a recorded call): there the
-    // separate nodes ran faster (LSTM predict's graph 2.0 vs 2.9 ms with _FusedMatMul).
-    if (fusedOps !== null && !b.deferring && b.ops.recording === null &&
-        !fusedMatMulUnsupported &&
+    // Unfused where the product joins a graph: there the separate nodes ran faster (LSTM
+    // predict's call graph 2.0 vs 2.9 ms with _FusedMatMul).
+    if (fusedOps !== null && !b.opsJoinGraphs() && !fusedMatMulUnsupported &&
         m * k * n <= FUSED_MATMUL_MAX_WORK &&
         batchA === 1 &&
         batchB === 1 && a.dtype === 'float32') {
