@@ -320,6 +320,14 @@ export declare function tensorDevice(id: number, backing: boolean): string
 export declare function tfVersion(): string
 
 /**
+ * Sets call graph `call` up before it is needed: its first run, fed the `numFed` tensor ids
+ * in `io`, is queued on the executor and its outputs dropped (a session's first run is mostly
+ * TF setting it up: its graph passes and kernels). A later run waits for it. Returns whether
+ * it was queued (not without an executor).
+ */
+export declare function warmUpCall(call: number, io: Float64Array, numFed: number): boolean
+
+/**
  * A promise that resolves (never rejects) once job `job` (a number from
  * `runSavedModelInBackground`) is done.
  */

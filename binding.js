@@ -871,5 +871,6 @@ module.exports.takeJobOutputs = nativeBinding.takeJobOutputs
 module.exports.tensorDataSync = nativeBinding.tensorDataSync
 module.exports.tensorDevice = nativeBinding.tensorDevice
 module.exports.tfVersion = nativeBinding.tfVersion
+module.exports.warmUpCall = nativeBinding.warmUpCall
 module.exports.whenJobDone = nativeBinding.whenJobDone
 module.exports.whenReady = nativeBinding.whenReady

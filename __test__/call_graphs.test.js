@@ -229,6 +229,64 @@ test('a training step that made the optimizer\'s slots witnesses the next', asyn
   }
 });
 
+test('a repeat sets up its graph while it runs; a call that differs drops it', () => {
+  // Eight small products and sums per call: a call of small ops (CallGraphs.speculate).
+  let factor = 2;
+  const f = tf.node.function((a) => {
+    let y = a;
+    for (let i = 0; i < 8; i++) y = y.mul(tf.scalar(factor)).add(a);
+    return y;
+  });
+  // (((1·f + 1)·f + 1)…): 8 times.
+  const want = () => {
+    let y = 1;
+    for (let i = 0; i < 8; i++) y = y * factor + 1;
+    return y;
+  };
+  const a = tf.ones([2, 2]);
+  const value = () => {
+    const y = f(a);
+    const got = Array.from(y.dataSync());
+    y.dispose();
+    return got;
+  };
+  const start = binding.stats();
+  const since = () => {
+    const now = binding.stats();
+    return {graphs: now.callGraphs - start.callGraphs,
+            runs: now.backgroundRuns - start.backgroundRuns};
+  };
+  close(value(), new Array(4).fill(want()), 0, 'call 1');
+  assert.deepStrictEqual(since(), {graphs: 0, runs: 0}, 'call 1 only records');
+  close(value(), new Array(4).fill(want()), 0, 'call 2');
+  assert.deepStrictEqual(since(), {graphs: 1, runs: 1},
+                         'call 2 set call 1\'s graph up on the executor, and kept it');
+  close(value(), new Array(4).fill(want()), 0, 'call 3, a replay');
+
+  // Another function whose every call writes another constant: each set-up graph is dropped.
+  const g = tf.node.function((x) => {
+    let y = x;
+    for (let i = 0; i < 8; i++) y = y.mul(tf.scalar(factor)).add(x);
+    return y;
+  });
+  const graphsBefore = binding.stats().callGraphs;
+  for (let call = 0; call < 6; call++) {
+    factor = call + 3;
+    const y = g(a);
+    close(Array.from(y.dataSync()), new Array(4).fill(want()), 1e-6, `g call ${call}`);
+    y.dispose();
+  }
+  assert.strictEqual(binding.stats().callGraphs, graphsBefore, 'no graph kept');
+
+  // Large products: their graph's setup is not worth computing the call again for.
+  const big = tf.ones([256, 256]);
+  const h = tf.node.function((x) => tf.matMul(x, x));
+  const runsBefore = binding.stats().backgroundRuns;
+  for (let call = 0; call < 2; call++) h(big).dispose();
+  assert.strictEqual(binding.stats().backgroundRuns, runsBefore, 'not set up ahead');
+  tf.dispose([a, big]);
+});
+
 test('dropout draws a fresh mask on every replay of a training step', async () => {
   const m = tf.sequential();
   m.add(tf.layers.dropout({rate: 0.5, inputShape: [64]}));

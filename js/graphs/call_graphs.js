@@ -10,7 +10,8 @@
 //      first training step that made the optimizer's slots counts as if they had been there
 //      (`Recording.asIfCreatedBefore`); so is a
 //      recording whose repeating parts agree alike (`Recording.part`: a predict's batches),
-//      from its first call;
+//      from its first call; a call of small ops that may repeat the last recording has that
+//      recording's graph set up while it runs (`speculate`), and takes it if it does;
 //   3. later calls feed the inputs and the variables' current values to that graph in one
 //      `runCall`, make the outputs tfjs tensors, and assign the variables the call assigned.
 //
@@ -25,6 +26,13 @@ const {TensorFlowBackend, sameShape} = require('../backend/tensorflow_backend');
 
 /** Recordings per key before the key is left eager. */
 const MAX_RECORDINGS = 4;
+/**
+ * Calls whose ops make more elements than this per op, on average, are not set up ahead
+ * (`CallGraphs.speculate`). Measured: calls with up to 10k (RNN and small dense training
+ * steps) set up ahead cut their second and third calls by a quarter to a half; calls with
+ * 120k and more (convolutions of 32 filters, dense layers of 4000 units) took longer.
+ */
+const MAX_ELEMENTS_PER_OP = 1 << 15;
 /** Keys per cache; calls of further keys run eagerly. */
 const MAX_KEYS = 64;
 /** The tfjs flag that turns call graphs off (`tf.env().set(FLAG, false)`). */
@@ -93,6 +101,10 @@ class CallGraphs {
       this.leaveEager(entry, `cannot record its inputs: ${e.message}`);
       return run();
     }
+    const previous = entry.last;
+    if (previous !== null && previous.speculative === undefined) {
+      previous.speculative = this.speculate(backend, previous.call);
+    }
     const before = sideEffects ? sideEffects.read() : undefined;
     backend.ops.recording = recording;
     backend.binding.pauseDeferring(true);
@@ -113,25 +125,63 @@ class CallGraphs {
       return result;
     }
     if (sideEffects) call.sideEffect = sideEffects.read() - before;
-    const previous = entry.last;
     const repeated = previous !== null && !call.witnessOnly && previous.call.key === call.key &&
         sameOutside(previous.call.outside, call.outside) &&
         previous.call.sideEffect === call.sideEffect;
+    const speculative = previous !== null ? previous.speculative : null;
+    if (repeated && speculative !== null) {
+      // The previous call's graph computes this one's (the same ops on the same outside
+      // tensors), and it is set up already.
+      previous.speculative = null;
+      this.install(entry, backend, speculative, call, sideEffects);
+    }
+    if (previous !== null) this.forget(previous);
+    entry.last = null;
+    if (entry.graph === null && (repeated || call.witnessed)) {
+      const id = this.compile(backend, call);
+      if (typeof id === 'number') this.install(entry, backend, id, call, sideEffects);
+      else this.fail(entry, `cannot be a graph: ${id.message}`, true);
+    }
     if (repeated || call.witnessed) {
-      if (previous !== null) previous.recording.release();
-      entry.last = null;
-      this.compile(backend, entry, call, recording, sideEffects);
       recording.release();
     } else {
-      if (previous !== null) previous.recording.release();
       entry.last = {call, recording};
       if (entry.recordings >= MAX_RECORDINGS) this.fail(entry, 'runs different ops each call');
     }
     return result;
   }
 
-  compile(backend, entry, call, recording, sideEffects) {
-    // Feeds: the inputs and the variables' values, given anew each call, then the fixed ones.
+  /**
+   * The graph of `call`, a recorded call that a call just starting may repeat, set up on the
+   * executor while that call runs eagerly: a graph's first run is mostly the session's setup
+   * (TF's graph passes and kernels, per node), which would otherwise come at the first call
+   * that replays it. The setup run computes the call once more, on cores the eager call uses
+   * too, so only calls of many small ops (`MAX_ELEMENTS_PER_OP`) get one. Null when there is
+   * none, or the call cannot be a graph.
+   */
+  speculate(backend, call) {
+    if (call.elements > MAX_ELEMENTS_PER_OP * call.ops.length) return null;
+    const id = this.compile(backend, call);
+    if (typeof id !== 'number') return null;
+    const fed = call.outside.filter((o) => o.fixed === undefined);
+    const io = backend.ops.io;
+    try {
+      fed.forEach((o, k) => {
+        io[k] = fedId(backend, o);
+      });
+      if (backend.binding.warmUpCall(id, io, fed.length)) return id;
+    } catch (e) {
+      // A tensor of the call is gone (a disposed variable): nothing to set up with.
+    }
+    this.dropId(id);
+    return null;
+  }
+
+  /**
+   * Compiles `call`; returns its graph's id, or the error that rules a graph out. Feeds: the
+   * inputs and the variables' values, given anew each call, then the fixed ones.
+   */
+  compile(backend, call) {
     const fed = [];
     const fixed = [];
     const feedOf = new Array(call.outside.length);
@@ -153,19 +203,24 @@ class CallGraphs {
     let id;
     try {
       id = backend.binding.compileCall(
-          recording.ops.map(({op, inputs}) => ({op, inputs: inputs.map(toNative)})),
-          fed.map((o) => o.id), fixed.map((o) => o.fixed), fetches);
+          call.ops.map(({op, inputs}) => ({op, inputs: inputs.map(toNative)})),
+          fed.map((o) => fedId(backend, o)), fixed.map((o) => o.fixed), fetches);
     } catch (e) {
-      this.fail(entry, `cannot be a graph: ${e.message}`, true);
-      return;
+      return e;
     }
     this.held.binding = backend.binding;
     if (this.held.ids.size === 0) graphsOfCollected.register(this, this.held, this.held);
     this.held.ids.add(id);
+    return id;
+  }
+
+  /** Makes graph `id` (compiled from `call` or from a call it repeats) the entry's graph. */
+  install(entry, backend, id, call, sideEffects) {
     entry.graph = {
       id,
       backend,
-      fed: fed.map((o) => o.input !== undefined ? {input: o.input} : {variable: o.variable}),
+      fed: call.outside.filter((o) => o.fixed === undefined)
+          .map((o) => o.input !== undefined ? {input: o.input} : {variable: o.variable}),
       outputs: call.outputs,
       assigned: call.assigned.map((a) => a.variable),
       template: call.template,
@@ -173,6 +228,12 @@ class CallGraphs {
       sideEffects,
     };
     stats.compiled++;
+  }
+
+  /** Drops a recording kept for the next call to repeat, and its speculative graph. */
+  forget(last) {
+    last.recording.release();
+    if (typeof last.speculative === 'number') this.dropId(last.speculative);
   }
 
   /** The call's result from its graph; undefined when the graph no longer fits the call. */
@@ -216,15 +277,19 @@ class CallGraphs {
   clear() {
     for (const entry of this.entries.values()) {
       if (entry.graph !== null) this.dropGraph(entry);
-      if (entry.last !== null) entry.last.recording.release();
+      if (entry.last !== null) this.forget(entry.last);
     }
     this.entries.clear();
   }
 
   dropGraph(entry) {
-    this.held.ids.delete(entry.graph.id);
-    entry.graph.backend.binding.dropCall(entry.graph.id);
+    this.dropId(entry.graph.id);
     entry.graph = null;
+  }
+
+  dropId(id) {
+    this.held.ids.delete(id);
+    this.held.binding.dropCall(id);
   }
 
   fail(entry, reason, final = false) {
@@ -237,7 +302,7 @@ class CallGraphs {
     if (!entry.eager) stats.eagerKeys++;
     entry.eager = true;
     if (entry.last !== null) {
-      entry.last.recording.release();
+      this.forget(entry.last);
       entry.last = null;
     }
   }
@@ -270,6 +335,14 @@ function ready(backend) {
       state.gradientDepth === 0 && state.kernelDepth === 0 &&
       !state.profiling && tfc.env().getBool(FLAG) &&
       !tfc.env().getBool('KEEP_INTERMEDIATE_TENSORS');
+}
+
+/**
+ * The tensor a graph is fed for outside tensor `o` of a call: its input, or the variable's
+ * value (now: a variable the call made has no value from before it).
+ */
+function fedId(backend, o) {
+  return o.variable !== undefined && o.id < 0 ? backend.idOf(o.variable) : o.id;
 }
 
 /** Which inputs are one tensor passed twice: part of the key, as the graph feeds by position. */

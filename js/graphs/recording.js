@@ -58,6 +58,8 @@ class Recording {
     this.tensorsBefore = tfc.engine().state.numTensors;
     /** `{variable, id}` of the variables the call made, and the native id they started as. */
     this.madeVariables = [];
+    /** Elements of every output of the call's ops: what its graph would compute, roughly. */
+    this.elements = 0;
     /** Parts of the call that repeat (`part`), and where the last one ends. */
     this.parts = [];
     this.partsEnd = null;
@@ -172,6 +174,7 @@ class Recording {
    * outputs vary between calls when `deterministic` is false or an input varies.
    */
   op(op, deterministic, inputIds, outs) {
+    for (const {shape} of outs) this.elements += sizeOf(shape);
     const node = this.ops.length;
     const inputs = new Array(inputIds.length);
     let varies = !deterministic;
@@ -212,7 +215,7 @@ class Recording {
 
   /**
    * Ends the recording of a call that returned `result`: the call's description
-   * (`{key, outside, outputs, assigned, template, witnessed}`: `witnessed` when its parts
+   * (`{key, ops, outside, outputs, assigned, template, witnessed}`: `witnessed` when its parts
    * agree, see `part`), or null with `this.failure` set.
    */
   finish(result) {
@@ -262,17 +265,19 @@ class Recording {
       this.fail('keeps tensors it does not return');
       return null;
     }
-    if (createdCount > 0) return this.asIfCreatedBefore(outputs, assigned);
+    if (createdCount > 0) return {...this.asIfCreatedBefore(outputs, assigned), template};
     const outside = this.outside.map((id) => this.describeOutside(id));
     const key = callKey(this.ops, outputs, assigned);
-    return {key, outside, outputs, assigned, template, witnessed: this.partsAgree()};
+    return {key, ops: this.ops, outside, outputs, assigned, template, elements: this.elements,
+            witnessed: this.partsAgree()};
   }
 
   /**
    * A call that made variables (a training step's first, making the optimizer's slots), as
    * the next call will be if the call's JS does the same again: the variables are outside
    * tensors, and the ops that only computed their first values are gone. Such a description
-   * (`witnessOnly`) is never compiled; the next recording is compared with it.
+   * (`witnessOnly`) is not compiled unless the next recording, which is compared with it,
+   * agrees.
    */
   asIfCreatedBefore(outputs, assigned) {
     const made = new Map();
@@ -337,8 +342,9 @@ class Recording {
       this.fail('assigns a variable a value none of its ops computed');
       return null;
     }
-    const key = callKey(ops, remapped(outputs), remapped(assigned.concat(madeAssigned)));
-    return {key, outside, witnessOnly: true};
+    const asIf = {outputs: remapped(outputs), assigned: remapped(assigned.concat(madeAssigned))};
+    return {key: callKey(ops, asIf.outputs, asIf.assigned), ops, outside, ...asIf,
+            elements: this.elements, witnessOnly: true};
   }
 
   /** What a replay feeds for outside tensor `id`: an input, a variable's value, or itself. */
@@ -363,6 +369,12 @@ function callKey(ops, outputs, assigned) {
   for (const {op, inputs} of ops) key += op + '(' + inputs.map(refKey).join(',') + ')';
   key += '>' + outputs.map((o) => refKey(o.ref)).join(',');
   return key + '>' + assigned.map((a) => refKey(a.ref)).join(',');
+}
+
+function sizeOf(shape) {
+  let size = 1;
+  for (let d = 0; d < shape.length; d++) size *= shape[d];
+  return size;
 }
 
 function refKey(ref) {

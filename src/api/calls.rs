@@ -1,11 +1,14 @@
 //! `compileCall`, `runCall`, `dropCall`: whole calls as one graph (`crate::graphs::calls`).
 
+use std::sync::Arc;
+
 use napi::bindgen_prelude::{Env, Unknown};
 
 use super::execute::{io_array, io_values, read_ids, tensor_id};
 use super::js_call;
 use crate::env_state::EnvState;
 use crate::error::{Error, Result};
+use crate::executor::Job;
 use crate::graphs::calls::{CallGraph, RecordedOp};
 use crate::graphs::compiled::Ref;
 use crate::ops::{check_room, write_outputs, write_pending_outputs};
@@ -118,7 +121,11 @@ pub fn run_call(env: Env, call: u32, io: Unknown, num_fed: u32) -> napi::Result<
                 .iter()
                 .map(|&id| state.run.tensors.handle(id))
                 .collect::<Result<Vec<_>>>()?;
-            let outputs = state.run.calls.get(call)?.run(&fed, &state.run.status)?;
+            let outputs = state
+                .run
+                .calls
+                .get_mut(call)?
+                .run(&fed, &state.run.status)?;
             state.run.scratch.outputs.extend(outputs);
             write_outputs(&mut state.run, io)
         });
@@ -130,22 +137,55 @@ pub fn run_call(env: Env, call: u32, io: Unknown, num_fed: u32) -> napi::Result<
 /// Queues call graph `call` on the executor, fed `ids` (computed or pending), and writes its
 /// pending outputs into `io`.
 fn run_in_background(state: &mut EnvState, call: u32, ids: &[u64], io: &mut [f64]) -> Result<u32> {
+    let outputs = state.run.calls.get(call)?.background_outputs();
+    check_room(outputs.unwrap_or_default(), io)?;
+    let job = submit_call(state, call, ids)?;
+    let outputs = state.run.calls.get(call)?.background_outputs();
+    Ok(write_pending_outputs(
+        &mut state.run.tensors,
+        &job,
+        outputs.unwrap_or_default(),
+        io,
+    ))
+}
+
+/// Queues a run of call graph `call` fed `ids` (computed or pending) on the executor.
+fn submit_call(state: &mut EnvState, call: u32, ids: &[u64]) -> Result<Arc<Job>> {
     let mut fed = Vec::with_capacity(ids.len());
     for &id in ids {
         state.settle_in_background(id)?;
         fed.push(state.run.tensors.job_input(id, &state.run.status)?);
     }
-    let graph = state.run.calls.get(call)?;
-    let outputs = graph.background_outputs().unwrap_or_default();
-    check_room(outputs, io)?;
-    let work = graph.background_work(fed, &state.run.status)?;
-    let job = state.run.executor.submit(work)?;
-    Ok(write_pending_outputs(
-        &mut state.run.tensors,
-        &job,
-        outputs,
-        io,
-    ))
+    let work = state
+        .run
+        .calls
+        .get_mut(call)?
+        .background_work(fed, &state.run.status)?;
+    state.run.executor.submit(work)
+}
+
+/// Sets call graph `call` up before it is needed: its first run, fed the `numFed` tensor ids
+/// in `io`, is queued on the executor and its outputs dropped (a session's first run is mostly
+/// TF setting it up: its graph passes and kernels). A later run waits for it. Returns whether
+/// it was queued (not without an executor).
+#[napi_derive::napi(
+    js_name = "warmUpCall",
+    ts_args_type = "call: number, io: Float64Array, numFed: number"
+)]
+pub fn warm_up_call(env: Env, call: u32, io: Unknown, num_fed: u32) -> napi::Result<bool> {
+    js_call(&env, |js| {
+        let state = EnvState::get(js)?;
+        if !state.run.executor.enabled {
+            return Ok(false);
+        }
+        let mut view = io_array(js, io)?;
+        let io = io_values(&mut view)?;
+        let mut ids = Vec::new();
+        read_ids(io, num_fed, &mut ids)?;
+        let job = submit_call(state, call, &ids)?;
+        state.run.calls.get_mut(call)?.warm_up(job);
+        Ok(true)
+    })
 }
 
 /// Frees call graph `call`; false when it did not exist.

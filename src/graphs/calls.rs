@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use super::compiled::{small_integers, CompiledGraph, Feed, NodeOp, OutputSpec, Ref};
 use crate::error::{Error, Result};
-use crate::executor::{Input, Work};
+use crate::executor::{Input, Job, Work};
 use crate::ops::PreparedOp;
 use crate::tf::handle::TensorHandle;
 use crate::tf::status::Status;
@@ -32,6 +32,9 @@ pub struct CallGraph {
     /// that it may run on the executor: an error of the call is then still TF's shape error
     /// at the call, never one found later.
     runs_in_background: bool,
+    /// A run queued to set the session up before the call needs it (`warm_up`), which a run
+    /// on the JS thread waits for: two first runs at once would each set the session up.
+    warming: Option<Arc<Job>>,
 }
 
 impl CallGraph {
@@ -91,6 +94,7 @@ impl CallGraph {
             graph: Arc::new(graph),
             fixed,
             runs_in_background,
+            warming: None,
         })
     }
 
@@ -101,9 +105,13 @@ impl CallGraph {
             .filter(|_| self.runs_in_background)
     }
 
-    /// The call as executor work on `fed` (a job's inputs, one per fed tensor).
-    pub fn background_work(&self, fed: Vec<Input>, status: &Status) -> Result<Work> {
+    /// The call as executor work on `fed` (a job's inputs, one per fed tensor). Any call may
+    /// be work this way; only one whose outputs are known before it runs (`background_outputs`)
+    /// may have its outputs read as pending tensors.
+    pub fn background_work(&mut self, fed: Vec<Input>, status: &Status) -> Result<Work> {
         self.check_fed(fed.len())?;
+        // The executor runs its jobs in order, so this one comes after any warm-up.
+        self.warming = None;
         for (k, input) in fed.iter().enumerate() {
             if let Input::Ready(handle) = input {
                 self.graph.check_feed(k, handle, status)?;
@@ -131,9 +139,19 @@ impl CallGraph {
         self.graph.feed_count() - self.fixed.len()
     }
 
+    /// Notes `job`, a run of the call whose outputs nobody reads, queued so that the session is
+    /// set up before the call is needed.
+    pub fn warm_up(&mut self, job: Arc<Job>) {
+        self.warming = Some(job);
+    }
+
     /// Runs the call on the `fed` tensors; returns the fetched outputs.
-    pub fn run(&self, fed: &[&TensorHandle], status: &Status) -> Result<Vec<TensorHandle>> {
+    pub fn run(&mut self, fed: &[&TensorHandle], status: &Status) -> Result<Vec<TensorHandle>> {
         self.check_fed(fed.len())?;
+        if let Some(job) = self.warming.take() {
+            // Its outcome is this run's: an error shows there, on the call's own feeds.
+            let _ = job.outputs(status);
+        }
         let feeds: Vec<&TensorHandle> = fed.iter().copied().chain(&self.fixed).collect();
         self.graph.run(&feeds, status)
     }
@@ -147,6 +165,10 @@ fn check_ref(input: Ref, at: usize, feeds: usize) -> Result<()> {
     };
     ok.then_some(())
         .ok_or_else(|| Error::Invalid(format!("{input:?} does not come before its use")))
+}
+
+fn unknown_call(id: u32) -> Error {
+    Error::Invalid(format!("call graph {id} does not exist"))
 }
 
 /// The env's call graphs by id.
@@ -169,9 +191,11 @@ impl CallGraphs {
     }
 
     pub fn get(&self, id: u32) -> Result<&CallGraph> {
-        self.graphs
-            .get(&id)
-            .ok_or_else(|| Error::Invalid(format!("call graph {id} does not exist")))
+        self.graphs.get(&id).ok_or_else(|| unknown_call(id))
+    }
+
+    pub fn get_mut(&mut self, id: u32) -> Result<&mut CallGraph> {
+        self.graphs.get_mut(&id).ok_or_else(|| unknown_call(id))
     }
 
     pub fn remove(&mut self, id: u32) -> bool {
