@@ -89,6 +89,14 @@ export interface CallRef {
 }
 
 /**
+ * Whether call graph `call` may compute a call whose JS ran ahead of TF (its ops recorded, not
+ * run: `js/graphs/recording.js`): the shape of every node output that is used is known from
+ * the feeds' and no node fails on values, so the JS saw the shapes the graph computes and the
+ * run cannot fail where the eager ops would not have.
+ */
+export declare function callRunsAhead(call: number): boolean
+
+/**
  * Compiles a recorded call into one graph; returns its id for `runCall`. `fedIds` are tensors
  * of the recorded call that each call feeds anew (their dtypes type the feeds); `fixedIds`
  * are tensors every call uses as they are now (the graph keeps them).
@@ -142,6 +150,12 @@ export declare function enableCollectiveOps(serverDef: Uint8Array): void
 
 /** `executeOp(name, attrs, inputIds, numOutputs)` → `[{id, shape, dtype}]`. */
 export declare function executeOp(name: string, attrs: OpAttr[] | null | undefined, inputIds: number[], numOutputs: number): TensorInfo[]
+
+/**
+ * Fills reserved ids with computed (or pending) tensors: `io` holds `pairs` pairs of ids,
+ * `reserved, source`; each source id is gone afterwards.
+ */
+export declare function fillTensors(io: Float64Array, pairs: number): void
 
 /** Distinct SavedModel sessions loaded in this env. */
 export declare function getNumOfSavedModels(): number
@@ -214,6 +228,13 @@ export declare function preparedOpIsDeterministic(prepared: number): boolean
 
 /** Reads and checks `attrs` for op `name` once; returns a handle for `runPreparedOp`. */
 export declare function prepareOp(name: string, attrs: OpAttr[] | null | undefined): number
+
+/**
+ * `count` consecutive tensor ids with no tensor yet, for the outputs of ops a call runs ahead
+ * of TF; returns the first. Each is filled (`fillTensors`) or deleted (`deleteTensor`); until
+ * then, using one is an error.
+ */
+export declare function reserveTensors(count: number): number
 
 /**
  * A new tensor id for the tensor's buffer under another shape, without running an op or

@@ -38,6 +38,8 @@ async function on(mode, fn) {
 }
 
 const replays = () => tf.node.callGraphStats().replays;
+/** Native tensors alive, less the constants the backend caches (scalars calls make). */
+const uncachedTensors = () => binding.stats().liveTensors - tf.memory().numCachedConstants;
 
 /** What `run()` returns with call graphs, checked against eager calls and tfjs's cpu backend. */
 async function graphsAsEagerAndCpu(run) {
@@ -229,52 +231,51 @@ test('a training step that made the optimizer\'s slots witnesses the next', asyn
   }
 });
 
-test('a repeat sets up its graph while it runs; a call that differs drops it', () => {
+test('a repeat runs ahead of TF on the graph of the call it repeats, set up meanwhile', () => {
   // Eight small products and sums per call: a call of small ops (CallGraphs.speculate).
   let factor = 2;
-  const f = tf.node.function((a) => {
-    let y = a;
-    for (let i = 0; i < 8; i++) y = y.mul(tf.scalar(factor)).add(a);
+  const chain = (x) => {
+    let y = x;
+    for (let i = 0; i < 8; i++) y = y.mul(tf.scalar(factor)).add(x);
     return y;
-  });
+  };
   // (((1·f + 1)·f + 1)…): 8 times.
   const want = () => {
     let y = 1;
     for (let i = 0; i < 8; i++) y = y * factor + 1;
-    return y;
+    return new Array(4).fill(y);
   };
+  const f = tf.node.function(chain);
   const a = tf.ones([2, 2]);
-  const value = () => {
-    const y = f(a);
+  const value = (fn, x) => {
+    const y = fn(x);
     const got = Array.from(y.dataSync());
     y.dispose();
     return got;
   };
   const start = binding.stats();
+  const startCached = tf.memory().numCachedConstants;
+  const aheadBefore = tf.node.callGraphStats().ranAhead;
   const since = () => {
     const now = binding.stats();
     return {graphs: now.callGraphs - start.callGraphs,
-            runs: now.backgroundRuns - start.backgroundRuns};
+            runs: now.backgroundRuns - start.backgroundRuns,
+            ahead: tf.node.callGraphStats().ranAhead - aheadBefore};
   };
-  close(value(), new Array(4).fill(want()), 0, 'call 1');
-  assert.deepStrictEqual(since(), {graphs: 0, runs: 0}, 'call 1 only records');
-  close(value(), new Array(4).fill(want()), 0, 'call 2');
-  assert.deepStrictEqual(since(), {graphs: 1, runs: 1},
-                         'call 2 set call 1\'s graph up on the executor, and kept it');
-  close(value(), new Array(4).fill(want()), 0, 'call 3, a replay');
+  close(value(f, a), want(), 0, 'call 1');
+  assert.deepStrictEqual(since(), {graphs: 0, runs: 0, ahead: 0}, 'call 1 only records');
+  close(value(f, a), want(), 0, 'call 2');
+  assert.deepStrictEqual(since(), {graphs: 1, runs: 2, ahead: 1},
+                         'call 2 set call 1\'s graph up, kept it, and ran ahead on it');
+  close(value(f, a), want(), 0, 'call 3, a replay');
 
-  // Another function whose every call writes another constant: each set-up graph is dropped.
-  const g = tf.node.function((x) => {
-    let y = x;
-    for (let i = 0; i < 8; i++) y = y.mul(tf.scalar(factor)).add(x);
-    return y;
-  });
+  // A function whose every call writes another constant: each call stops running ahead at its
+  // first product, and no graph is kept.
+  const g = tf.node.function(chain);
   const graphsBefore = binding.stats().callGraphs;
   for (let call = 0; call < 6; call++) {
     factor = call + 3;
-    const y = g(a);
-    close(Array.from(y.dataSync()), new Array(4).fill(want()), 1e-6, `g call ${call}`);
-    y.dispose();
+    close(value(g, a), want(), 1e-6, `g call ${call}`);
   }
   assert.strictEqual(binding.stats().callGraphs, graphsBefore, 'no graph kept');
 
@@ -283,8 +284,70 @@ test('a repeat sets up its graph while it runs; a call that differs drops it', (
   const h = tf.node.function((x) => tf.matMul(x, x));
   const runsBefore = binding.stats().backgroundRuns;
   for (let call = 0; call < 2; call++) h(big).dispose();
-  assert.strictEqual(binding.stats().backgroundRuns, runsBefore, 'not set up ahead');
+  assert.strictEqual(binding.stats().backgroundRuns, runsBefore + 1, 'only the call\'s own run');
   tf.dispose([a, big]);
+  assert.strictEqual(uncachedTensors(), start.liveTensors - startCached, 'no id left behind');
+});
+
+test('a call running ahead that reads a value or runs other ops runs its ops then, as eagerly',
+     () => {
+       let course = 'exp';
+       let read = false;
+       const seen = [];
+       const f = tf.node.function((x) => {
+         const y = x.mul(tf.scalar(2)).add(tf.scalar(1));
+         if (read) seen.push(...y.dataSync());
+         const z = course === 'exp' ? y.div(tf.scalar(10)).exp() : y.div(tf.scalar(10)).log();
+         return z.mul(tf.scalar(3));
+       });
+       const x = tf.tensor1d([0, 1, 2]);
+       const want = (op) => [0, 1, 2].map((v) => 3 * op((2 * v + 1) / 10));
+       const value = () => {
+         const y = f(x);
+         const got = Array.from(y.dataSync());
+         y.dispose();
+         return got;
+       };
+       const start = uncachedTensors();
+       close(value(), want(Math.exp), 1e-6, 'call 1');
+       read = true;
+       close(value(), want(Math.exp), 1e-6, 'call 2 reads an op output');
+       close(seen, [1, 3, 5], 0, 'the value read');
+       read = false;
+       course = 'log';
+       close(value(), want(Math.log), 1e-6, 'call 3 takes another op at its fourth');
+       course = 'exp';
+       for (let call = 4; call < 8; call++) close(value(), want(Math.exp), 1e-6, `call ${call}`);
+       x.dispose();
+       assert.strictEqual(uncachedTensors(), start, 'no id left behind');
+     });
+
+test('a call running ahead that throws keeps what it did before, as eagerly', () => {
+  const start = uncachedTensors();
+  const zeros = tf.zeros([2]);
+  const v = tf.variable(zeros);
+  zeros.dispose();
+  let fail = false;
+  const f = tf.node.function((x) => {
+    v.assign(v.add(x));
+    if (fail) throw new Error('thrown by the call');
+    return v.mul(tf.scalar(2));
+  });
+  const x = tf.ones([2]);
+  const first = f(x);
+  close(Array.from(first.dataSync()), [2, 2], 0, 'call 1');
+  first.dispose();
+  fail = true;
+  assert.throws(() => f(x), /thrown by the call/);
+  close(Array.from(v.dataSync()), [2, 2], 0, 'the assignment before the throw');
+  fail = false;
+  for (let call = 3; call < 7; call++) {
+    const y = f(x);
+    close(Array.from(y.dataSync()), [2 * call, 2 * call], 0, `call ${call}`);
+    y.dispose();
+  }
+  tf.dispose([v, x]);
+  assert.strictEqual(uncachedTensors(), start, 'no id left behind');
 });
 
 test('dropout draws a fresh mask on every replay of a training step', async () => {

@@ -15,6 +15,9 @@ enum Slot {
     Ready(TensorHandle),
     /// The output of a deferred op (`crate::ops::deferred`) not yet run.
     Deferred,
+    /// Reserved for a tensor a call graph will compute, while the call's JS runs ahead of TF
+    /// (`js/graphs/recording.js`): filled by `fill_from`, or deleted.
+    Reserved,
     /// Output `output` of a job of the executor (`crate::executor`), of `spec`.
     Pending {
         job: Arc<Job>,
@@ -66,6 +69,28 @@ impl TensorTable {
     pub fn insert_pending(&mut self, job: Arc<Job>, output: usize, spec: OutputSpec) -> u64 {
         let bytes = spec.byte_count();
         self.insert_entry(Slot::Pending { job, output, spec }, bytes)
+    }
+
+    /// `count` consecutive ids of `Slot::Reserved` entries; returns the first.
+    pub fn reserve(&mut self, count: u64) -> u64 {
+        let first = self.next_id + 1;
+        for _ in 0..count {
+            self.insert_entry(Slot::Reserved, 0);
+        }
+        first
+    }
+
+    /// Moves the tensor of `source` (computed or pending) into `target`, a reserved entry;
+    /// `source` is gone.
+    pub fn fill_from(&mut self, target: u64, source: u64) -> Result<()> {
+        let entry = self.entries.get(&target).ok_or_else(|| missing(target))?;
+        if !matches!(entry.slot, Slot::Reserved) || target == source {
+            return Err(Error::Invalid(format!("tensor {target} is not reserved")));
+        }
+        let filled = self.remove(source)?;
+        self.live_bytes += filled.bytes;
+        self.entries.insert(target, filled);
+        Ok(())
     }
 
     fn insert_entry(&mut self, slot: Slot, bytes: u64) -> u64 {
@@ -147,7 +172,7 @@ impl TensorTable {
                 job: job.clone(),
                 output: *output,
             }),
-            Slot::Deferred => Err(not_computed()),
+            Slot::Deferred | Slot::Reserved => Err(not_computed()),
         }
     }
 
@@ -156,7 +181,7 @@ impl TensorTable {
         match &self.get(id)?.slot {
             Slot::Ready(handle) => OutputSpec::of(handle, status),
             Slot::Pending { spec, .. } => Ok(spec.clone()),
-            Slot::Deferred => Err(not_computed()),
+            Slot::Deferred | Slot::Reserved => Err(not_computed()),
         }
     }
 

@@ -19,7 +19,8 @@ class OpRunner {
     this.dtypeNames = binding.dtypeNames();
     /** `op|attrs` key -> prepared id. */
     this.byKey = new Map();
-    /** The call being recorded as a graph (js/graphs/recording.js), or null. */
+    /** The call being recorded as a graph (js/graphs/recording.js), or null; while it runs
+     * ahead of TF, its ops are recorded instead of run. */
     this.recording = null;
     /** Prepared id -> whether the op is deterministic, for recordings. */
     this.deterministic = [];
@@ -35,11 +36,14 @@ class OpRunner {
       if (this.recording !== null) this.recording.fail(`${opName} takes the slow path`);
       return this.binding.executeOp(opName, attrs, inputIds, numOutputs);
     }
+    const recording = this.recording;
+    if (recording !== null && recording.ahead !== null) {
+      const outs = recording.opAhead(prepared, this.isDeterministic(prepared), inputIds);
+      if (outs !== null) return outs;
+    }
     for (let i = 0; i < inputs; i++) io[i] = inputIds[i];
     const outs = this.readOutputs(this.binding.runPreparedOp(prepared, io, inputs, numOutputs));
-    if (this.recording !== null) {
-      this.recording.op(prepared, this.isDeterministic(prepared), inputIds, outs);
-    }
+    if (recording !== null) recording.op(prepared, this.isDeterministic(prepared), inputIds, outs);
     return outs;
   }
 

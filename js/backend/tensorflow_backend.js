@@ -220,6 +220,7 @@ class TensorFlowBackend extends tfc.KernelBackend {
    */
   async read(dataId) {
     const rec = this.record(dataId);
+    if (this.ops.recording !== null) this.ops.recording.read(rec);
     const ready = rec.id >= 0 ? this.binding.whenReady(rec.id) : null;
     if (ready === null) return this.readSync(dataId);
     rec.refCount++;
@@ -444,11 +445,15 @@ class TensorFlowBackend extends tfc.KernelBackend {
     return id;
   }
 
-  /** Drops one owner of native tensor `id`, deleting it with the last. */
+  /**
+   * Drops one owner of native tensor `id`, deleting it with the last (an id reserved by a call
+   * running ahead of TF: when the call ends).
+   */
   dropId(id) {
     const owners = this.sharedIds.get(id);
     if (owners === undefined) {
-      this.binding.deleteTensor(id);
+      const recording = this.ops.recording;
+      if (recording === null || !recording.freeReserved(id)) this.binding.deleteTensor(id);
     } else if (owners === 2) {
       this.sharedIds.delete(id);
     } else {

@@ -51,7 +51,8 @@ engine.makeVariable = function(...args) {
 };
 
 /** Counters for `tf.node.callGraphStats()`. */
-const stats = {compiled: 0, replays: 0, recordings: 0, eagerKeys: 0, lastFailure: null};
+const stats = {compiled: 0, replays: 0, recordings: 0, ranAhead: 0, eagerKeys: 0,
+  lastFailure: null};
 
 /** Frees a cache's graphs when the cache (its model or function) is collected. */
 const graphsOfCollected = new FinalizationRegistry(({binding, ids}) => {
@@ -105,6 +106,8 @@ class CallGraphs {
     if (previous !== null && previous.speculative === undefined) {
       previous.speculative = this.speculate(backend, previous.call);
     }
+    const speculative = previous !== null ? previous.speculative : null;
+    if (speculative !== null && speculative.runsAhead) recording.runAhead(previous.call);
     const before = sideEffects ? sideEffects.read() : undefined;
     backend.ops.recording = recording;
     backend.binding.pauseDeferring(true);
@@ -115,6 +118,11 @@ class CallGraphs {
       // While still recording: an output that is a lazy reshape gets its native view from a
       // Reshape op here, which joins the call.
       call = recording.finish(result);
+    } catch (e) {
+      // What the call's JS did before it threw stays done, as eagerly: its ops run now.
+      recording.materialize();
+      recording.release();
+      throw e;
     } finally {
       backend.ops.recording = null;
       backend.binding.pauseDeferring(false);
@@ -128,12 +136,25 @@ class CallGraphs {
     const repeated = previous !== null && !call.witnessOnly && previous.call.key === call.key &&
         sameOutside(previous.call.outside, call.outside) &&
         previous.call.sideEffect === call.sideEffect;
-    const speculative = previous !== null ? previous.speculative : null;
-    if (repeated && speculative !== null) {
+    let usable = repeated && speculative !== null;
+    if (recording.ahead !== null) {
+      try {
+        if (!repeated) throw new Error('the call differs');
+        this.computeAhead(backend, speculative.id, call, recording);
+      } catch (e) {
+        // Its ops run now, as they would have eagerly (and fail as they would have).
+        recording.materialize();
+        if (repeated) {
+          usable = false;
+          this.fail(entry, `cannot be a graph: ${e.message}`, true);
+        }
+      }
+    }
+    if (usable) {
       // The previous call's graph computes this one's (the same ops on the same outside
-      // tensors), and it is set up already.
+      // tensors), and it may be set up already.
       previous.speculative = null;
-      this.install(entry, backend, speculative, call, sideEffects);
+      this.install(entry, backend, speculative.id, call, sideEffects);
     }
     if (previous !== null) this.forget(previous);
     entry.last = null;
@@ -152,29 +173,54 @@ class CallGraphs {
   }
 
   /**
-   * The graph of `call`, a recorded call that a call just starting may repeat, set up on the
-   * executor while that call runs eagerly: a graph's first run is mostly the session's setup
-   * (TF's graph passes and kernels, per node), which would otherwise come at the first call
-   * that replays it. The setup run computes the call once more, on cores the eager call uses
-   * too, so only calls of many small ops (`MAX_ELEMENTS_PER_OP`) get one. Null when there is
-   * none, or the call cannot be a graph.
+   * The graph of `call`, a recorded call that a call just starting may repeat (`{id,
+   * runsAhead}`: whether the call may run ahead of TF on it, `Recording.runAhead`), or null
+   * when it cannot be a graph. A call of many small ops (`MAX_ELEMENTS_PER_OP`) has it set up
+   * on the executor meanwhile: a graph's first run is mostly the session's setup (TF's graph
+   * passes and kernels, per node), which would otherwise come at the first call that runs it
+   * (for a call that runs ahead, at its own end: its JS takes about as long as its eager ops
+   * would); the setup run computes the call once more, on cores the call's JS leaves idle.
    */
   speculate(backend, call) {
-    if (call.elements > MAX_ELEMENTS_PER_OP * call.ops.length) return null;
     const id = this.compile(backend, call);
     if (typeof id !== 'number') return null;
-    const fed = call.outside.filter((o) => o.fixed === undefined);
-    const io = backend.ops.io;
-    try {
-      fed.forEach((o, k) => {
-        io[k] = fedId(backend, o);
-      });
-      if (backend.binding.warmUpCall(id, io, fed.length)) return id;
-    } catch (e) {
-      // A tensor of the call is gone (a disposed variable): nothing to set up with.
+    const runsAhead = backend.binding.callRunsAhead(id);
+    if (call.elements <= MAX_ELEMENTS_PER_OP * call.ops.length) {
+      const fed = call.outside.filter((o) => o.fixed === undefined);
+      const io = backend.ops.io;
+      try {
+        fed.forEach((o, k) => {
+          io[k] = fedId(backend, o);
+        });
+        backend.binding.warmUpCall(id, io, fed.length);
+      } catch (e) {
+        // A tensor of the call is gone (a disposed variable): its repeat will differ.
+        this.dropId(id);
+        return null;
+      }
     }
-    this.dropId(id);
-    return null;
+    return {id, runsAhead};
+  }
+
+  /**
+   * Gives a call that ran ahead of TF and repeated the recorded call its values: the graph
+   * `id` runs on the call's inputs and variables' values from before it, filling the ids of
+   * its outputs and of the variables' new values.
+   */
+  computeAhead(backend, id, call, recording) {
+    const fed = call.outside.filter((o) => o.fixed === undefined);
+    const runner = backend.ops;
+    fed.forEach((o, k) => {
+      runner.io[k] = fedId(backend, o);
+    });
+    const outs = runner.readOutputs(backend.binding.runCall(id, runner.io, fed.length));
+    const ends = call.outputs.concat(call.assigned);
+    if (!outs.every((out, k) => sameShape(out.shape, recording.outOf(ends[k].ref).shape))) {
+      for (const out of outs) backend.free(out);
+      throw new Error('the graph computed other shapes than the call ran ahead with');
+    }
+    recording.fillAhead(call, outs.map((out) => out.id));
+    stats.ranAhead++;
   }
 
   /**
@@ -233,7 +279,7 @@ class CallGraphs {
   /** Drops a recording kept for the next call to repeat, and its speculative graph. */
   forget(last) {
     last.recording.release();
-    if (typeof last.speculative === 'number') this.dropId(last.speculative);
+    if (last.speculative) this.dropId(last.speculative.id);
   }
 
   /** The call's result from its graph; undefined when the graph no longer fits the call. */

@@ -2,11 +2,19 @@
 // What one eager call did, as the backend saw it: the prepared ops it ran and where each op's
 // inputs came from (an earlier op of the call, or a tensor from outside it), the tensors it
 // wrote from JS, and anything that rules a graph out (a read of values that may differ
-// between calls, an op off the fast path, a SavedModel run). `finish` turns it into the description that `compileCall` takes,
-// with a key that two calls share exactly when they ran the same ops on the same outside
-// tensors, so that the graph of one computes what the other computed.
+// between calls, an op off the fast path, a SavedModel run). `finish` turns it into the
+// description that `compileCall` takes, with a key that two calls share exactly when they ran
+// the same ops on the same outside tensors, so that the graph of one computes what the other
+// computed.
+//
+// A call that may repeat an earlier one can run ahead of TF (`runAhead`): while its ops are
+// the earlier call's, on tensors described alike, they are recorded without running, each
+// output a reserved id of the shape it had then; the graph of the earlier call computes them
+// at the end. Anything else (another op, a read of such an output, anything that rules a graph
+// out) first runs the ops recorded so far (`materialize`), and the call goes on eagerly.
 
 const tfc = require('@tensorflow/tfjs-core');
+const {sameShape} = require('../backend/tensorflow_backend');
 
 /**
  * Elements of JS-written data compared between calls (tfjs's gradients write `ones` of their
@@ -23,10 +31,9 @@ class Recording {
   constructor(backend, inputs) {
     this.backend = backend;
     this.failure = null;
-    /** `[{op, inputs: [ref]}]`, ref being `{node, output}` or `{outside: k}`. */
+    /** `[{op, inputs: [ref], outs: [{id, shape, dtype}]}]`, ref being `{node, output}` or
+     * `{outside: k}`. */
     this.ops = [];
-    /** Outputs of each op. */
-    this.outputCounts = [];
     /** Native id -> ref, for every output of the call's ops and every outside tensor. */
     this.refs = new Map();
     /** Native ids of the outside tensors, by first use; each kept alive until `release`. */
@@ -60,6 +67,8 @@ class Recording {
     this.madeVariables = [];
     /** Elements of every output of the call's ops: what its graph would compute, roughly. */
     this.elements = 0;
+    /** While the call runs ahead of TF (`runAhead`): `{expected, first, next, end, freed}`. */
+    this.ahead = null;
     /** Parts of the call that repeat (`part`), and where the last one ends. */
     this.parts = [];
     this.partsEnd = null;
@@ -159,6 +168,7 @@ class Recording {
   }
 
   readId(id) {
+    if (this.isReserved(id)) this.materialize();
     this.refOf(id);
     if (this.varying.has(id) || this.inputIds.has(id) || this.variables.has(id)) {
       this.fail('reads values computed from its inputs, variables or random numbers');
@@ -166,6 +176,7 @@ class Recording {
   }
 
   fail(reason) {
+    this.materialize();
     if (this.failure === null) this.failure = reason;
   }
 
@@ -174,21 +185,129 @@ class Recording {
    * outputs vary between calls when `deterministic` is false or an input varies.
    */
   op(op, deterministic, inputIds, outs) {
+    this.add(op, deterministic, inputIds, inputIds.map((id) => this.refOf(id)), outs);
+  }
+
+  add(op, deterministic, inputIds, inputs, outs) {
     for (const {shape} of outs) this.elements += sizeOf(shape);
     const node = this.ops.length;
-    const inputs = new Array(inputIds.length);
     let varies = !deterministic;
-    for (let i = 0; i < inputIds.length; i++) {
+    for (let i = 0; i < inputIds.length && !varies; i++) {
       const id = inputIds[i];
-      inputs[i] = this.refOf(id);
-      varies = varies || this.varying.has(id) || this.inputIds.has(id) || this.variables.has(id);
+      varies = this.varying.has(id) || this.inputIds.has(id) || this.variables.has(id);
     }
-    this.ops.push({op, inputs});
-    this.outputCounts.push(outs.length);
+    this.ops.push({op, inputs, outs});
     for (let j = 0; j < outs.length; j++) {
       this.refs.set(outs[j].id, {node, output: j});
       if (varies) this.varying.add(outs[j].id);
     }
+  }
+
+  /**
+   * Runs the call ahead of TF while it repeats `expected` (the description of a call whose
+   * graph will compute this one; see the header).
+   */
+  runAhead(expected) {
+    let count = 0;
+    for (const {outs} of expected.ops) count += outs.length;
+    const first = this.backend.binding.reserveTensors(count);
+    this.ahead = {expected, first, next: first, end: first + count, freed: []};
+  }
+
+  /**
+   * Prepared op `op` on native `inputIds`, while running ahead: its outputs
+   * (`[{id, shape, dtype}]`, reserved ids), recorded, when it is the expected call's next op
+   * on inputs wired alike; else null, once the ops so far have run (the caller runs this one).
+   */
+  opAhead(op, deterministic, inputIds) {
+    const {expected} = this.ahead;
+    const want = expected.ops[this.ops.length];
+    if (want !== undefined && want.op === op && want.inputs.length === inputIds.length) {
+      const outsideBefore = this.outside.length;
+      const inputs = inputIds.map((id) => this.refOf(id));
+      let alike = inputs.every((ref, i) => refKey(ref) === refKey(want.inputs[i]));
+      for (let k = outsideBefore; alike && k < this.outside.length; k++) {
+        const was = expected.outside[k];
+        alike = was !== undefined && sameOutsideTensor(this.describeOutside(this.outside[k]), was);
+      }
+      if (alike) {
+        const outs = want.outs.map(({shape, dtype}) => ({id: this.ahead.next++, shape: shape.slice(),
+                                                          dtype}));
+        this.add(op, deterministic, inputIds, inputs, outs);
+        return outs;
+      }
+    }
+    this.materialize();
+    return null;
+  }
+
+  /** The output (`{id, shape, dtype}`) node ref `ref` stands for. */
+  outOf(ref) {
+    return this.ops[ref.node].outs[ref.output];
+  }
+
+  /** Whether `id` is one of the ids reserved for running ahead, none of them computed. */
+  isReserved(id) {
+    const ahead = this.ahead;
+    return ahead !== null && id >= ahead.first && id < ahead.end;
+  }
+
+  /** Takes `id`, a reserved id JS no longer holds, to delete with the rest (`endAhead`). */
+  freeReserved(id) {
+    if (!this.isReserved(id)) return false;
+    this.ahead.freed.push(id);
+    return true;
+  }
+
+  /**
+   * Stops running ahead: the ops recorded so far run now, in order, and fill their reserved
+   * ids (those JS let go of are deleted after). Nothing when the call is not running ahead.
+   */
+  materialize() {
+    const ahead = this.ahead;
+    if (ahead === null) return;
+    this.ahead = null;
+    const binding = this.backend.binding;
+    const runner = this.backend.ops;
+    const io = runner.io;
+    const computed = new Map();
+    const idOf = (ref) => ref.outside !== undefined ? this.outside[ref.outside] :
+        computed.get(this.outOf(ref).id);
+    try {
+      for (const {op, inputs, outs} of this.ops) {
+        inputs.forEach((ref, i) => {
+          io[i] = idOf(ref);
+        });
+        const got = runner.readOutputs(binding.runPreparedOp(op, io, inputs.length, outs.length));
+        got.forEach((out, j) => computed.set(outs[j].id, out.id));
+        if (!got.every((out, j) => sameShape(out.shape, outs[j].shape))) {
+          throw new Error('an op run ahead of TF computed another shape than it had before');
+        }
+      }
+    } finally {
+      fillReserved(binding, io, computed);
+      endAhead(binding, ahead);
+    }
+  }
+
+  /**
+   * Ends running ahead with the outputs of the graph that computed the call: `fetched` holds
+   * the native ids of its outputs, then of the assigned variables' values, as the call's
+   * description lists them.
+   */
+  fillAhead(call, fetched) {
+    const ahead = this.ahead;
+    this.ahead = null;
+    const binding = this.backend.binding;
+    const computed = new Map();
+    const ends = call.outputs.concat(call.assigned);
+    ends.forEach(({ref}, k) => {
+      const reserved = this.outOf(ref).id;
+      if (computed.has(reserved)) binding.deleteTensor(fetched[k]);
+      else computed.set(reserved, fetched[k]);
+    });
+    fillReserved(binding, this.backend.ops.io, computed);
+    endAhead(binding, ahead);
   }
 
   /** The call made native tensor `id` from JS `data`. */
@@ -299,7 +418,7 @@ class Recording {
     for (let node = this.ops.length - 1; node >= 0; node--) {
       let feedsFirstValue = false;
       let onlyThat = true;
-      for (let output = 0; output < this.outputCounts[node]; output++) {
+      for (let output = 0; output < this.ops[node].outs.length; output++) {
         const k = node + '.' + output;
         const users = usedBy.get(k) || [];
         if (made.has(k)) feedsFirstValue = true;
@@ -329,10 +448,10 @@ class Recording {
       }
       return {node: nodeOf[ref.node], output: ref.output};
     };
-    this.ops.forEach(({op, inputs}, node) => {
+    this.ops.forEach(({op, inputs, outs}, node) => {
       if (!kept[node]) return;
       nodeOf[node] = ops.length;
-      ops.push({op, inputs: inputs.map(remap)});
+      ops.push({op, inputs: inputs.map(remap), outs});
     });
     const remapped = (list) => list.map((o) => ({...o, ref: remap(o.ref)}));
     const madeAssigned = this.madeVariables
@@ -416,19 +535,34 @@ function rebuild(template, flat, at = {next: 0}) {
 
 /** Whether two calls' outside tensors are the same, so one's graph computes the other. */
 function sameOutside(a, b) {
-  if (a.length !== b.length) return false;
-  for (let k = 0; k < a.length; k++) {
-    const x = a[k];
-    const y = b[k];
-    if (x.input !== undefined || y.input !== undefined) {
-      if (x.input !== y.input) return false;
-    } else if (x.variable !== undefined || y.variable !== undefined) {
-      if (x.variable !== y.variable) return false;
-    } else if (x.fixed !== y.fixed && !sameWritten(x.written, y.written)) {
-      return false;
+  return a.length === b.length && a.every((x, k) => sameOutsideTensor(x, b[k]));
+}
+
+/** Whether two outside tensors' descriptions (`describeOutside`) are of the same tensor. */
+function sameOutsideTensor(x, y) {
+  if (x.input !== undefined || y.input !== undefined) return x.input === y.input;
+  if (x.variable !== undefined || y.variable !== undefined) return x.variable === y.variable;
+  return x.fixed === y.fixed || sameWritten(x.written, y.written);
+}
+
+/** Fills reserved ids with computed ones (`computed`: reserved -> computed), through `io`. */
+function fillReserved(binding, io, computed) {
+  let pairs = 0;
+  for (const [reserved, id] of computed) {
+    io[2 * pairs] = reserved;
+    io[2 * pairs + 1] = id;
+    if (++pairs * 2 === io.length) {
+      binding.fillTensors(io, pairs);
+      pairs = 0;
     }
   }
-  return true;
+  if (pairs > 0) binding.fillTensors(io, pairs);
+}
+
+/** Deletes the reserved ids JS let go of, and those no op took. */
+function endAhead(binding, ahead) {
+  for (const id of ahead.freed) binding.deleteTensor(id);
+  for (let id = ahead.next; id < ahead.end; id++) binding.deleteTensor(id);
 }
 
 function sameWritten(a, b) {

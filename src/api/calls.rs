@@ -1,4 +1,5 @@
-//! `compileCall`, `runCall`, `dropCall`: whole calls as one graph (`crate::graphs::calls`).
+//! `compileCall`, `runCall`, `dropCall`: whole calls as one graph (`crate::graphs::calls`);
+//! `reserveTensors`, `fillTensors`: the ids of a call that runs ahead of TF.
 
 use std::sync::Arc;
 
@@ -185,6 +186,55 @@ pub fn warm_up_call(env: Env, call: u32, io: Unknown, num_fed: u32) -> napi::Res
         let job = submit_call(state, call, &ids)?;
         state.run.calls.get_mut(call)?.warm_up(job);
         Ok(true)
+    })
+}
+
+/// Whether call graph `call` may compute a call whose JS ran ahead of TF (its ops recorded, not
+/// run: `js/graphs/recording.js`): the shape of every node output that is used is known from
+/// the feeds' and no node fails on values, so the JS saw the shapes the graph computes and the
+/// run cannot fail where the eager ops would not have.
+#[napi_derive::napi(js_name = "callRunsAhead")]
+pub fn call_runs_ahead(env: Env, call: u32) -> napi::Result<bool> {
+    js_call(&env, |js| {
+        Ok(EnvState::get(js)?.run.calls.get(call)?.may_run_ahead())
+    })
+}
+
+/// Most ids one `reserveTensors` gives.
+const MAX_RESERVED: u32 = 1 << 22;
+
+/// `count` consecutive tensor ids with no tensor yet, for the outputs of ops a call runs ahead
+/// of TF; returns the first. Each is filled (`fillTensors`) or deleted (`deleteTensor`); until
+/// then, using one is an error.
+#[napi_derive::napi(js_name = "reserveTensors")]
+pub fn reserve_tensors(env: Env, count: u32) -> napi::Result<f64> {
+    js_call(&env, |js| {
+        if count > MAX_RESERVED {
+            return Err(Error::Range(format!(
+                "at most {MAX_RESERVED} tensors can be reserved at once, not {count}"
+            )));
+        }
+        Ok(EnvState::get(js)?.run.tensors.reserve(u64::from(count)) as f64)
+    })
+}
+
+/// Fills reserved ids with computed (or pending) tensors: `io` holds `pairs` pairs of ids,
+/// `reserved, source`; each source id is gone afterwards.
+#[napi_derive::napi(
+    js_name = "fillTensors",
+    ts_args_type = "io: Float64Array, pairs: number"
+)]
+pub fn fill_tensors(env: Env, io: Unknown, pairs: u32) -> napi::Result<()> {
+    js_call(&env, |js| {
+        let state = EnvState::get(js)?;
+        let mut view = io_array(js, io)?;
+        let io = io_values(&mut view)?;
+        let mut ids = Vec::new();
+        read_ids(io, pairs.saturating_mul(2), &mut ids)?;
+        for pair in ids.chunks_exact(2) {
+            state.run.tensors.fill_from(pair[0], pair[1])?;
+        }
+        Ok(())
     })
 }
 
