@@ -566,6 +566,13 @@ test('compileCall and runCall refuse malformed calls with errors, never a crash'
     [() => binding.runCall(987654, io(), 0), /does not exist/],
     [() => binding.runCall(compileNeg(f), [f], 1), /io must be a Float64Array/],
     [() => binding.runCall(compileNeg(m), new Float64Array([m, 0]), 1), /too few for the outputs/],
+    [() => binding.warmUpCall(987654, io(), 0), /does not exist/],
+    [() => binding.warmUpCall(compileNeg(f), io(f), 3), /unknown or was deleted/],
+    [() => binding.warmUpCall(compileNeg(f), io(i), 1), /feed 0 must be float32 \[2\], got int32 \[2\]/],
+    [() => binding.callRunsAhead(987654), /does not exist/],
+    [() => binding.reserveTensors(1 << 30), /at most 4194304 tensors/],
+    [() => binding.fillTensors(io(f, m), 1), /tensor \d+ is not reserved/],
+    [() => binding.fillTensors(io(f), 100), /io holds 64 values/],
   ];
   for (const [call, message] of refused) assert.throws(call, message);
   const before = binding.stats().liveTensors;
@@ -574,4 +581,15 @@ test('compileCall and runCall refuse malformed calls with errors, never a crash'
   assert.strictEqual(binding.stats().liveTensors, before + 1);
   assert.strictEqual(binding.dropCall(graph), true);
   assert.strictEqual(binding.dropCall(graph), false);
+  // A reserved id is no tensor until filled: using it is an error; filling it moves the source.
+  const reserved = binding.reserveTensors(2);
+  assert.throws(() => binding.tensorDataSync(reserved), /has not been computed yet/);
+  const source = binding.createTensor([2], 'float32', Float32Array.from([3, 4]));
+  binding.fillTensors(io(reserved, source), 1);
+  assert.deepStrictEqual(Array.from(binding.tensorDataSync(reserved)), [3, 4]);
+  assert.throws(() => binding.tensorDataSync(source), /unknown or was deleted/);
+  assert.throws(() => binding.fillTensors(io(reserved, f), 1), /is not reserved/);
+  binding.deleteTensor(reserved);
+  binding.deleteTensor(reserved + 1);
+  assert.strictEqual(binding.stats().liveTensors, before + 1, 'the run\'s output is left');
 });
