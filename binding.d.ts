@@ -91,8 +91,7 @@ export interface CallRef {
 /**
  * Whether call graph `call` may compute a call whose JS ran ahead of TF (its ops recorded, not
  * run: `js/graphs/recording.js`): the shape of every node output that is used is known from
- * the feeds' and no node fails on values, so the JS saw the shapes the graph computes and the
- * run cannot fail where the eager ops would not have.
+ * the feeds' shapes, so the JS saw the shapes the graph computes.
  */
 export declare function callRunsAhead(call: number): boolean
 

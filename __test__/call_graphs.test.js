@@ -350,6 +350,43 @@ test('a call running ahead that throws keeps what it did before, as eagerly', ()
   assert.strictEqual(uncachedTensors(), start, 'no id left behind');
 });
 
+test('a training step running ahead whose graph fails on values fails as eagerly', async () => {
+  // An embedding's gather fails on an index out of range: the graph at the end of the call,
+  // then its ops run eagerly and fail as eager would have, leaving weights and count as they
+  // were before the step.
+  const run = async () => {
+    const m = tf.sequential();
+    m.add(tf.layers.embedding({inputDim: 5, outputDim: 2, inputLength: 3,
+                               embeddingsInitializer: init(3)}));
+    m.add(tf.layers.flatten());
+    m.add(tf.layers.dense({units: 1, kernelInitializer: init(4)}));
+    m.compile({optimizer: tf.train.sgd(0.1), loss: 'meanSquaredError'});
+    const x = tf.tensor2d([[0, 1, 2], [3, 4, 0]], [2, 3], 'int32');
+    const bad = tf.tensor2d([[0, 1, 2], [3, 7, 0]], [2, 3], 'int32');
+    const y = tf.tensor2d([[1], [-1]]);
+    const losses = [await m.trainOnBatch(x, y)];
+    const weights = () => m.getWeights().flatMap((w) => Array.from(w.dataSync()));
+    const before = {weights: weights(), iterations: m.optimizer.iterations};
+    let failed = false;
+    try {
+      await m.trainOnBatch(bad, y);
+    } catch (e) {
+      failed = true;
+    }
+    assert.ok(failed, 'the step with index 7 fails');
+    close(weights(), before.weights, 0, 'weights after the failed step');
+    assert.strictEqual(m.optimizer.iterations, before.iterations, 'iterations');
+    for (let step = 0; step < 3; step++) losses.push(await m.trainOnBatch(x, y));
+    const out = losses.concat(weights());
+    m.dispose();
+    tf.dispose([x, bad, y]);
+    return out;
+  };
+  const ahead = tf.node.callGraphStats().ranAhead;
+  await graphsAsEagerAndCpu(run);
+  assert.ok(tf.node.callGraphStats().ranAhead > ahead, 'steps ran ahead');
+});
+
 test('dropout draws a fresh mask on every replay of a training step', async () => {
   const m = tf.sequential();
   m.add(tf.layers.dropout({rate: 0.5, inputShape: [64]}));

@@ -10,8 +10,10 @@
 //      first training step that made the optimizer's slots counts as if they had been there
 //      (`Recording.asIfCreatedBefore`); so is a
 //      recording whose repeating parts agree alike (`Recording.part`: a predict's batches),
-//      from its first call; a call of small ops that may repeat the last recording has that
-//      recording's graph set up while it runs (`speculate`), and takes it if it does;
+//      from its first call. A call that may repeat the last recording has that recording
+//      compiled as it starts (`speculate`; for calls of small ops, set up on the executor
+//      meanwhile), runs ahead of TF on it when it can (`Recording.runAhead`: its ops are
+//      recorded, not run, and the graph computes them at the end), and takes it if it repeats;
 //   3. later calls feed the inputs and the variables' current values to that graph in one
 //      `runCall`, make the outputs tfjs tensors, and assign the variables the call assigned.
 //
@@ -72,7 +74,8 @@ class CallGraphs {
    * Runs `run()` (the eager call, on `inputs`, a flat list of tensors) as a graph when `key`
    * has one, else eagerly, recording it. `sideEffects`, when given, is a JS counter the call
    * moves (an optimizer's iteration count): `read()` is taken around recorded calls, and
-   * `replay(delta)` moves it on replays as the recorded call did.
+   * `replay(delta)` moves it on replays as the recorded call did, and `restore(value)` sets it
+   * back to what `read()` gave (a call that ran ahead of TF and failed at its end).
    */
   call(key, inputs, run, sideEffects) {
     const backend = tfc.backend();
@@ -142,8 +145,16 @@ class CallGraphs {
         if (!repeated) throw new Error('the call differs');
         this.computeAhead(backend, speculative.id, call, recording);
       } catch (e) {
-        // Its ops run now, as they would have eagerly (and fail as they would have).
-        recording.materialize();
+        // Its ops run now, as they would have eagerly (and fail as they would have: then
+        // nothing the call returned stays, and its JS counter is where eager would have left it).
+        try {
+          recording.materialize();
+        } catch (failure) {
+          tfc.dispose(result);
+          if (sideEffects) sideEffects.restore(before);
+          recording.release();
+          throw failure;
+        }
         if (repeated) {
           usable = false;
           this.fail(entry, `cannot be a graph: ${e.message}`, true);

@@ -68,6 +68,10 @@ function iterationsOf(model) {
     replay: (delta) => {
       for (let i = 0; i < delta; i++) optimizer.incrementIterations();
     },
+    // tfjs-core's Optimizer keeps the count in `iterations_` and only counts it up.
+    restore: (value) => {
+      optimizer.iterations_ = value;
+    },
   };
 }
 

@@ -191,8 +191,7 @@ pub fn warm_up_call(env: Env, call: u32, io: Unknown, num_fed: u32) -> napi::Res
 
 /// Whether call graph `call` may compute a call whose JS ran ahead of TF (its ops recorded, not
 /// run: `js/graphs/recording.js`): the shape of every node output that is used is known from
-/// the feeds' and no node fails on values, so the JS saw the shapes the graph computes and the
-/// run cannot fail where the eager ops would not have.
+/// the feeds' shapes, so the JS saw the shapes the graph computes.
 #[napi_derive::napi(js_name = "callRunsAhead")]
 pub fn call_runs_ahead(env: Env, call: u32) -> napi::Result<bool> {
     js_call(&env, |js| {

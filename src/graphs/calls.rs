@@ -99,9 +99,9 @@ impl CallGraph {
     }
 
     /// Whether the graph may compute a call whose ops JS recorded without running them: the
-    /// shapes JS was given are the graph's, and no node fails on values.
+    /// shapes JS was given are the graph's.
     pub fn may_run_ahead(&self) -> bool {
-        self.runs_in_background && self.graph.every_shape_static()
+        self.graph.every_shape_static()
     }
 
     /// The outputs' dtypes and dims when the call may run on the executor (`background_work`).
