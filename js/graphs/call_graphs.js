@@ -141,24 +141,19 @@ class CallGraphs {
         previous.call.sideEffect === call.sideEffect;
     let usable = repeated && speculative !== null;
     if (recording.ahead !== null) {
-      try {
-        if (!repeated) throw new Error('the call differs');
-        this.computeAhead(backend, speculative.id, call, recording);
-      } catch (e) {
-        // Its ops run now, as they would have eagerly (and fail as they would have: then
-        // nothing the call returned stays, and its JS counter is where eager would have left it).
+      let graphFailure = null;
+      if (repeated) {
         try {
-          recording.materialize();
-        } catch (failure) {
-          tfc.dispose(result);
-          if (sideEffects) sideEffects.restore(before);
-          recording.release();
-          throw failure;
+          this.computeAhead(backend, speculative.id, call, recording);
+        } catch (e) {
+          graphFailure = e;
         }
-        if (repeated) {
-          usable = false;
-          this.fail(entry, `cannot be a graph: ${e.message}`, true);
-        }
+      }
+      if (recording.ahead !== null) runLate(recording, result, sideEffects, before);
+      if (graphFailure !== null) {
+        // The ops did not fail eagerly: the graph itself cannot compute the call.
+        usable = false;
+        this.fail(entry, `cannot be a graph: ${graphFailure.message}`, true);
       }
     }
     if (usable) {
@@ -392,6 +387,22 @@ function ready(backend) {
       state.gradientDepth === 0 && state.kernelDepth === 0 &&
       !state.profiling && tfc.env().getBool(FLAG) &&
       !tfc.env().getBool('KEEP_INTERMEDIATE_TENSORS');
+}
+
+/**
+ * Runs the ops of a call that ran ahead of TF and will not get its values from a graph, as they
+ * would have run eagerly. When one fails, as it would have failed eagerly, so does the call:
+ * nothing it returned stays, and its JS counter goes back to `before`.
+ */
+function runLate(recording, result, sideEffects, before) {
+  try {
+    recording.materialize();
+  } catch (failure) {
+    tfc.dispose(result);
+    if (sideEffects) sideEffects.restore(before);
+    recording.release();
+    throw failure;
+  }
 }
 
 /**
