@@ -12,6 +12,7 @@ use crate::error::{Error, Result};
 use crate::executor::Job;
 use crate::graphs::calls::{CallGraph, RecordedOp};
 use crate::graphs::compiled::Ref;
+use crate::js::Js;
 use crate::ops::{check_room, write_outputs, write_pending_outputs};
 
 /// Where a recorded op's input, or a call's output, comes from: `{feed}` (the call's feeds,
@@ -179,10 +180,7 @@ pub fn warm_up_call(env: Env, call: u32, io: Unknown, num_fed: u32) -> napi::Res
         if !state.run.executor.enabled {
             return Ok(false);
         }
-        let mut view = io_array(js, io)?;
-        let io = io_values(&mut view)?;
-        let mut ids = Vec::new();
-        read_ids(io, num_fed, &mut ids)?;
+        let ids = ids_in(js, io, num_fed)?;
         let job = submit_call(state, call, &ids)?;
         state.run.calls.get_mut(call)?.warm_up(job);
         Ok(true)
@@ -226,15 +224,20 @@ pub fn reserve_tensors(env: Env, count: u32) -> napi::Result<f64> {
 pub fn fill_tensors(env: Env, io: Unknown, pairs: u32) -> napi::Result<()> {
     js_call(&env, |js| {
         let state = EnvState::get(js)?;
-        let mut view = io_array(js, io)?;
-        let io = io_values(&mut view)?;
-        let mut ids = Vec::new();
-        read_ids(io, pairs.saturating_mul(2), &mut ids)?;
+        let ids = ids_in(js, io, pairs.saturating_mul(2))?;
         for pair in ids.chunks_exact(2) {
             state.run.tensors.fill_from(pair[0], pair[1])?;
         }
         Ok(())
     })
+}
+
+/// The first `count` tensor ids in `io`.
+fn ids_in(js: Js, io: Unknown, count: u32) -> Result<Vec<u64>> {
+    let mut view = io_array(js, io)?;
+    let mut ids = Vec::new();
+    read_ids(io_values(&mut view)?, count, &mut ids)?;
+    Ok(ids)
 }
 
 /// Frees call graph `call`; false when it did not exist.
