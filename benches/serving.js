@@ -16,6 +16,7 @@
 const http = require('http');
 const {fork} = require('child_process');
 const {monitorEventLoopDelay, performance} = require('perf_hooks');
+const {backendEnv, loadBackend} = require('./worker');
 
 const BATCH = 16;
 const IMAGE = [28, 28, 1];
@@ -100,7 +101,6 @@ async function serve(tf) {
 }
 
 async function serverMain(backend) {
-  const {loadBackend} = require('./worker');
   const {tf} = await loadBackend(backend);
   const {port, firstMs} = await serve(tf);
   process.send({port, firstMs});
@@ -195,7 +195,6 @@ async function load(port, {clients, seconds, warmupSeconds}) {
 
 /** Starts a server process for `backend`; resolves with `{port, firstMs, child}`. */
 function startServer(backend, env = {}) {
-  const {backendEnv} = require('./worker');
   const child = fork(__filename, [`--serve=${backend}`],
                      {env: {...process.env, ...backendEnv(backend), ...env},
                       stdio: ['ignore', 'ignore', 'pipe', 'ipc']});

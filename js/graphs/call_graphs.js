@@ -144,7 +144,8 @@ class CallGraphs {
       let graphFailure = null;
       if (repeated) {
         try {
-          this.computeAhead(backend, speculative.id, call, recording);
+          recording.fillAhead(call, this.computeAhead(backend, speculative.id, call));
+          stats.ranAhead++;
         } catch (e) {
           graphFailure = e;
         }
@@ -192,13 +193,8 @@ class CallGraphs {
     if (typeof id !== 'number') return null;
     const runsAhead = backend.binding.callRunsAhead(id);
     if (call.elements <= MAX_ELEMENTS_PER_OP * call.ops.length) {
-      const fed = call.outside.filter((o) => o.fixed === undefined);
-      const io = backend.ops.io;
       try {
-        fed.forEach((o, k) => {
-          io[k] = fedId(backend, o);
-        });
-        backend.binding.warmUpCall(id, io, fed.length);
+        backend.binding.warmUpCall(id, backend.ops.io, writeFeeds(backend, call));
       } catch (e) {
         // A tensor of the call is gone (a disposed variable): its repeat will differ.
         this.dropId(id);
@@ -209,24 +205,19 @@ class CallGraphs {
   }
 
   /**
-   * Gives a call that ran ahead of TF and repeated the recorded call its values: the graph
-   * `id` runs on the call's inputs and variables' values from before it, filling the ids of
-   * its outputs and of the variables' new values.
+   * The values of a call that ran ahead of TF and repeated the recorded call: graph `id` run
+   * on the call's inputs and variables' values from before it; returns the native ids of its
+   * outputs, then of the variables' new values.
    */
-  computeAhead(backend, id, call, recording) {
-    const fed = call.outside.filter((o) => o.fixed === undefined);
+  computeAhead(backend, id, call) {
     const runner = backend.ops;
-    fed.forEach((o, k) => {
-      runner.io[k] = fedId(backend, o);
-    });
-    const outs = runner.readOutputs(backend.binding.runCall(id, runner.io, fed.length));
-    const ends = call.outputs.concat(call.assigned);
-    if (!outs.every((out, k) => sameShape(out.shape, recording.outOf(ends[k].ref).shape))) {
+    const outs = runner.readOutputs(
+        backend.binding.runCall(id, runner.io, writeFeeds(backend, call)));
+    if (!computedAsRecorded(outs, call.outputs, call.assigned.map((a) => a.variable))) {
       for (const out of outs) backend.free(out);
       throw new Error('the graph computed other shapes than the call ran ahead with');
     }
-    recording.fillAhead(call, outs.map((out) => out.id));
-    stats.ranAhead++;
+    return outs.map((out) => out.id);
   }
 
   /**
@@ -303,15 +294,12 @@ class CallGraphs {
     }
     const outs = runner.readOutputs(backend.binding.runCall(graph.id, io, graph.fed.length));
     const n = graph.outputs.length;
-    for (let i = 0; i < outs.length; i++) {
-      const want = i < n ? graph.outputs[i] : graph.assigned[i - n];
-      if (!sameShape(outs[i].shape, want.shape) || outs[i].dtype !== want.dtype) {
-        // Shapes that depend on values: the recorded JS decided on others. Run it eagerly.
-        for (const out of outs) backend.free(out);
-        this.dropGraph(entry);
-        this.leaveEager(entry, 'computes shapes from values');
-        return undefined;
-      }
+    if (!computedAsRecorded(outs, graph.outputs, graph.assigned)) {
+      // Shapes that depend on values: the recorded JS decided on others. Run it eagerly.
+      for (const out of outs) backend.free(out);
+      this.dropGraph(entry);
+      this.leaveEager(entry, 'computes shapes from values');
+      return undefined;
     }
     const engine = tfc.engine();
     const tensors = outs.map((out) => engine.makeTensorFromTensorInfo(backend.wrap(out), backend));
@@ -403,6 +391,28 @@ function runLate(recording, result, sideEffects, before) {
     recording.release();
     throw failure;
   }
+}
+
+/**
+ * Whether a graph's outputs (`outs`, `[{shape, dtype}]`) have the dtypes and shapes of the
+ * recorded call's `outputs`, then of the `variables` it assigned.
+ */
+function computedAsRecorded(outs, outputs, variables) {
+  const n = outputs.length;
+  return outs.every((out, i) => {
+    const want = i < n ? outputs[i] : variables[i - n];
+    return sameShape(out.shape, want.shape) && out.dtype === want.dtype;
+  });
+}
+
+/** Writes the ids a graph of `call` is fed into the op runner's io; returns how many. */
+function writeFeeds(backend, call) {
+  const io = backend.ops.io;
+  let count = 0;
+  for (const o of call.outside) {
+    if (o.fixed === undefined) io[count++] = fedId(backend, o);
+  }
+  return count;
 }
 
 /**

@@ -119,10 +119,10 @@ function installModelGraphs() {
   };
 
   /**
-   * tfjs-layers' predict loop on `ins` (its tensors `inputs`), with each batch marked as a part of the call (`recordPart`),
-   * so that a predict of two batches or more is a graph from its first call: the loop slices
-   * the batches and concatenates their outputs as tfjs-layers' does, and runs each through
-   * tfjs-layers' own loop.
+   * tfjs-layers' predict loop on `ins` (its tensors `inputs`), with each batch marked as a
+   * part of the call (`recordPart`), so that a predict of two batches or more is a graph from
+   * its first call: the loop slices the batches and concatenates their outputs as
+   * tfjs-layers' does, and runs each through tfjs-layers' own loop.
    */
   function predictInBatches(model, ins, inputs, batchSize, verbose) {
     const count = samplesOf(inputs);

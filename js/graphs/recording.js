@@ -15,6 +15,7 @@
 
 const tfc = require('@tensorflow/tfjs-core');
 const {sameShape} = require('../backend/tensorflow_backend');
+const {sizeOf} = require('../backend/dtypes');
 
 /**
  * Elements of JS-written data compared between calls (tfjs's gradients write `ones` of their
@@ -252,7 +253,7 @@ class Recording {
     return ahead !== null && id >= ahead.first && id < ahead.end;
   }
 
-  /** Takes `id`, a reserved id JS no longer holds, to delete with the rest (`endAhead`). */
+  /** Takes `id`, a reserved id JS no longer holds, to delete with the rest (`settleReserved`). */
   freeReserved(id) {
     if (!this.isReserved(id)) return false;
     this.ahead.freed.push(id);
@@ -287,8 +288,7 @@ class Recording {
       }
       failed = false;
     } finally {
-      fillReserved(binding, io, computed);
-      endAhead(binding, ahead);
+      settleReserved(binding, io, ahead, computed);
       if (failed) this.unassignUncomputed(ahead, computed);
     }
   }
@@ -330,8 +330,7 @@ class Recording {
       if (computed.has(reserved)) binding.deleteTensor(fetched[k]);
       else computed.set(reserved, fetched[k]);
     });
-    fillReserved(binding, this.backend.ops.io, computed);
-    endAhead(binding, ahead);
+    settleReserved(binding, this.backend.ops.io, ahead, computed);
   }
 
   /** The call made native tensor `id` from JS `data`. */
@@ -514,12 +513,6 @@ function callKey(ops, outputs, assigned) {
   return key + '>' + assigned.map((a) => refKey(a.ref)).join(',');
 }
 
-function sizeOf(shape) {
-  let size = 1;
-  for (let d = 0; d < shape.length; d++) size *= shape[d];
-  return size;
-}
-
 function sameRef(a, b) {
   return a.outside === b.outside && a.node === b.node && a.output === b.output;
 }
@@ -573,8 +566,11 @@ function sameOutsideTensor(x, y) {
   return x.fixed === y.fixed || sameWritten(x.written, y.written);
 }
 
-/** Fills reserved ids with computed ones (`computed`: reserved -> computed), through `io`. */
-function fillReserved(binding, io, computed) {
+/**
+ * Ends running ahead: fills reserved ids with computed ones (`computed`: reserved -> computed,
+ * through `io`), then deletes those JS let go of and those no op took.
+ */
+function settleReserved(binding, io, ahead, computed) {
   let pairs = 0;
   for (const [reserved, id] of computed) {
     io[2 * pairs] = reserved;
@@ -585,10 +581,6 @@ function fillReserved(binding, io, computed) {
     }
   }
   if (pairs > 0) binding.fillTensors(io, pairs);
-}
-
-/** Deletes the reserved ids JS let go of, and those no op took. */
-function endAhead(binding, ahead) {
   for (const id of ahead.freed) binding.deleteTensor(id);
   for (let id = ahead.next; id < ahead.end; id++) binding.deleteTensor(id);
 }

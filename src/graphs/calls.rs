@@ -155,7 +155,8 @@ impl CallGraph {
     pub fn run(&mut self, fed: &[&TensorHandle], status: &Status) -> Result<Vec<TensorHandle>> {
         self.check_fed(fed.len())?;
         if let Some(job) = self.warming.take() {
-            // Its outcome is this run's: an error shows there, on the call's own feeds.
+            // Only waited for: an error of the warm-up is this run's too, and this run reports
+            // it on the call's own feeds.
             let _ = job.outputs(status);
         }
         let feeds: Vec<&TensorHandle> = fed.iter().copied().chain(&self.fixed).collect();
