@@ -1,8 +1,8 @@
 'use strict';
 // Whole calls as graphs (js/graphs/): a model's predict, training and test steps, GraphModel
-// execute and tf.node.function run as one TF graph from their third call with the same key
-// (their second when the first made an optimizer's slots; a predict of several batches from
-// its second, its batches witnessing one another).
+// execute and tf.node.function run as one TF graph from their third call with the same key,
+// their second when they run only tfjs's own JS (js/graphs/trust.js; a predict of several
+// batches from its first, its batches witnessing one another).
 // Nothing may change but speed: values as eager (and as tfjs's cpu backend), fresh random
 // values per call, variables and optimizer state as eager, changes seen at once, tensor
 // counts as eager, errors at the call, and a switch that turns it off.
@@ -124,7 +124,7 @@ test('a convolution TF runs fused with its bias and relu (_FusedConv2D) is a gra
   };
   const before = replays();
   const graphs = await on('graphs', run);
-  assert.strictEqual(replays() - before, 2);
+  assert.strictEqual(replays() - before, 3, 'tfjs\'s own layers: a graph from the second call');
   close(graphs, await on('cpu', run), 1e-4, 'cpu');
 });
 
@@ -206,7 +206,7 @@ test('batches whose JS writes different values do not witness one another', asyn
   x.dispose();
 });
 
-test('a training step that made the optimizer\'s slots witnesses the next', async () => {
+test('a training step that made the optimizer\'s slots is the graph of the next', async () => {
   const run = async () => {
     const m = convnet();
     const {x, y} = data(8);
@@ -223,7 +223,7 @@ test('a training step that made the optimizer\'s slots witnesses the next', asyn
     return {losses, weights, compiledAt};
   };
   const graphs = await on('graphs', run);
-  assert.deepStrictEqual(graphs.compiledAt, [1], 'adam made its slots in step 0; step 1 compiles');
+  assert.deepStrictEqual(graphs.compiledAt, [0], 'adam made its slots in step 0, which compiles');
   for (const [name, want, eps] of [['eager', await on('eager', run), 1e-5],
     ['cpu', await on('cpu', run), 1e-4]]) {
     close(graphs.losses, want.losses, eps, `${name} losses`);
@@ -350,17 +350,20 @@ test('a call running ahead that throws keeps what it did before, as eagerly', ()
   assert.strictEqual(uncachedTensors(), start, 'no id left behind');
 });
 
-test('a training step running ahead whose graph fails on values fails as eagerly', async () => {
-  // An embedding's gather fails on an index out of range: the graph at the end of the call,
-  // then its ops run eagerly and fail as eager would have, leaving weights and count as they
+test('a training step whose graph fails on values fails as eagerly, replayed or running ahead',
+     async () => {
+  // An embedding's gather fails on an index out of range. With tfjs's own loss the step is a
+  // graph from its second call, and the replay fails; with a loss of the program's own the
+  // step waits for a witness and runs ahead: the graph fails at the end of the call, then its
+  // ops run eagerly and fail as eager would have. Either leaves weights and count as they
   // were before the step.
-  const run = async () => {
+  const run = (loss) => async () => {
     const m = tf.sequential();
     m.add(tf.layers.embedding({inputDim: 5, outputDim: 2, inputLength: 3,
                                embeddingsInitializer: init(3)}));
     m.add(tf.layers.flatten());
     m.add(tf.layers.dense({units: 1, kernelInitializer: init(4)}));
-    m.compile({optimizer: tf.train.sgd(0.1), loss: 'meanSquaredError'});
+    m.compile({optimizer: tf.train.sgd(0.1), loss});
     const x = tf.tensor2d([[0, 1, 2], [3, 4, 0]], [2, 3], 'int32');
     const bad = tf.tensor2d([[0, 1, 2], [3, 7, 0]], [2, 3], 'int32');
     const y = tf.tensor2d([[1], [-1]]);
@@ -382,9 +385,64 @@ test('a training step running ahead whose graph fails on values fails as eagerly
     tf.dispose([x, bad, y]);
     return out;
   };
+  const replayed = replays();
+  await graphsAsEagerAndCpu(run('meanSquaredError'));
+  assert.ok(replays() > replayed, 'steps replayed');
   const ahead = tf.node.callGraphStats().ranAhead;
-  await graphsAsEagerAndCpu(run);
+  await graphsAsEagerAndCpu(run((y, p) => tf.losses.meanSquaredError(y, p)));
   assert.ok(tf.node.callGraphStats().ranAhead > ahead, 'steps ran ahead');
+});
+
+test('only calls of tfjs\'s own JS are graphs from their first recording', async () => {
+  // A layer of the program's own may write other values on each call (here a count of its
+  // calls), so its model's calls wait for a second call to witness the first; so does an
+  // instance whose call is replaced, and a training step drawing noise in JS.
+  class Counted extends tf.layers.Layer {
+    constructor() {
+      super({});
+      this.calls = 0;
+    }
+    call(inputs) {
+      this.calls++;
+      return tf.tidy(() => tf.add(Array.isArray(inputs) ? inputs[0] : inputs, 1));
+    }
+    static get className() {
+      return 'Counted';
+    }
+  }
+  tf.serialization.registerClass(Counted);
+  const x = tf.tensor2d([[1, 2], [3, 4]]);
+  const dense = () => tf.layers.dense({units: 2, inputShape: [2], kernelInitializer: init(5)});
+  const replaysOf = (m, calls) => {
+    const before = replays();
+    const outs = [];
+    for (let i = 0; i < calls; i++) outs.push(Array.from(m.predict(x).dataSync()));
+    return {replayed: replays() - before, outs};
+  };
+  const first = tf.node.callGraphStats().fromFirstCalls;
+  const own = tf.sequential({layers: [dense()]});
+  assert.strictEqual(replaysOf(own, 4).replayed, 3, 'tfjs\'s layers: from the second call');
+  assert.strictEqual(tf.node.callGraphStats().fromFirstCalls, first + 1);
+  const custom = tf.sequential({layers: [dense(), new Counted()]});
+  const counted = replaysOf(custom, 4);
+  assert.strictEqual(counted.replayed, 2, 'a layer of its own: from the third call');
+  const eager = await on('eager', () => Array.from(custom.predict(x).dataSync()));
+  for (const out of counted.outs) close(out, eager, 1e-6, 'custom layer');
+  const patched = tf.sequential({layers: [dense()]});
+  const call = patched.layers[0].call;
+  patched.layers[0].call = function(...args) {
+    return call.apply(this, args);
+  };
+  assert.strictEqual(replaysOf(patched, 4).replayed, 2, 'a replaced call: from the third call');
+  const noisy = tf.sequential({layers: [dense(), tf.layers.gaussianNoise({stddev: 1})]});
+  noisy.compile({optimizer: 'sgd', loss: 'meanSquaredError'});
+  const before = replays();
+  const losses = [];
+  for (let step = 0; step < 4; step++) losses.push(await noisy.trainOnBatch(x, x));
+  assert.strictEqual(replays(), before, 'noise drawn in JS: never a graph');
+  assert.strictEqual(new Set(losses).size, 4, `fresh noise every step: ${losses}`);
+  for (const m of [own, custom, patched, noisy]) m.dispose();
+  x.dispose();
 });
 
 test('dropout draws a fresh mask on every replay of a training step', async () => {
@@ -551,7 +609,7 @@ test('a GraphModel whose flatten reads a size computed from the input\'s shape r
        const eager = await on('eager', () => Array.from(model.predict(x).dataSync()));
        const before = replays();
        for (let i = 0; i < 4; i++) close(Array.from(model.predict(x).dataSync()), eager, 1e-5);
-       assert.strictEqual(replays() - before, 2);
+       assert.strictEqual(replays() - before, 3);
        // A read of values computed from the input keeps a call eager.
        const f = tf.node.function((t) => t.mul(t.sum().dataSync()[0]));
        for (const v of [1, 2, 3, 4]) assert.strictEqual(f(tf.tensor1d([v])).dataSync()[0], v * v);

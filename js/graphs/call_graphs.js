@@ -6,7 +6,8 @@
 //
 //   1. calls run eagerly while the backend records them (recording.js);
 //   2. once two consecutive recordings ran the same ops on the same outside tensors (the same
-//      variables, constants of equal values), the last is compiled (`compileCall`), where a
+//      variables, constants of equal values), the last is compiled (`compileCall`); a call
+//      site running only tfjs's own JS (trust.js) needs no second: its first is compiled. A
 //      first training step that made the optimizer's slots counts as if they had been there
 //      (`Recording.asIfCreatedBefore`); so is a
 //      recording whose repeating parts agree alike (`Recording.part`: a predict's batches),
@@ -53,8 +54,8 @@ engine.makeVariable = function(...args) {
 };
 
 /** Counters for `tf.node.callGraphStats()`. */
-const stats = {compiled: 0, replays: 0, recordings: 0, ranAhead: 0, eagerKeys: 0,
-  lastFailure: null};
+const stats = {compiled: 0, replays: 0, recordings: 0, ranAhead: 0, fromFirstCalls: 0,
+  eagerKeys: 0, lastFailure: null};
 
 /** Frees a cache's graphs when the cache (its model or function) is collected. */
 const graphsOfCollected = new FinalizationRegistry(({binding, ids}) => {
@@ -62,9 +63,14 @@ const graphsOfCollected = new FinalizationRegistry(({binding, ids}) => {
 });
 
 class CallGraphs {
-  /** @param label names the call site in `lastFailure` */
-  constructor(label) {
+  /**
+   * @param label names the call site in `lastFailure`
+   * @param trusts tells whether the call site's calls run only JS that does the same on
+   *     every call of a key (trust.js): then a call's first recording is its graph
+   */
+  constructor(label, trusts = () => false) {
     this.label = label;
+    this.trusts = trusts;
     this.entries = new Map();
     /** Call graph ids alive, shared with the finalizer. */
     this.held = {binding: null, ids: new Set()};
@@ -139,6 +145,9 @@ class CallGraphs {
     const repeated = previous !== null && !call.witnessOnly && previous.call.key === call.key &&
         sameOutside(previous.call.outside, call.outside) &&
         previous.call.sideEffect === call.sideEffect;
+    // A first recording of JS that does the same every call needs no second to witness it.
+    const trusted = previous === null && !call.witnessed && !recording.drewRandom &&
+        this.trusts();
     let usable = repeated && speculative !== null;
     if (recording.ahead !== null) {
       let graphFailure = null;
@@ -165,12 +174,16 @@ class CallGraphs {
     }
     if (previous !== null) this.forget(previous);
     entry.last = null;
-    if (entry.graph === null && (repeated || call.witnessed)) {
+    if (entry.graph === null && (repeated || call.witnessed || trusted)) {
       const id = this.compile(backend, call);
-      if (typeof id === 'number') this.install(entry, backend, id, call, sideEffects);
-      else this.fail(entry, `cannot be a graph: ${id.message}`, true);
+      if (typeof id !== 'number') {
+        this.fail(entry, `cannot be a graph: ${id.message}`, true);
+      } else if (!trusted || this.setUp(backend, id, call)) {
+        this.install(entry, backend, id, call, sideEffects);
+        if (trusted) stats.fromFirstCalls++;
+      }
     }
-    if (repeated || call.witnessed) {
+    if (repeated || call.witnessed || trusted) {
       recording.release();
     } else {
       entry.last = {call, recording};
@@ -192,16 +205,24 @@ class CallGraphs {
     const id = this.compile(backend, call);
     if (typeof id !== 'number') return null;
     const runsAhead = backend.binding.callRunsAhead(id);
-    if (call.elements <= MAX_ELEMENTS_PER_OP * call.ops.length) {
-      try {
-        backend.binding.warmUpCall(id, backend.ops.io, writeFeeds(backend, call));
-      } catch (e) {
-        // A tensor of the call is gone (a disposed variable): its repeat will differ.
-        this.dropId(id);
-        return null;
-      }
+    return this.setUp(backend, id, call) ? {id, runsAhead} : null;
+  }
+
+  /**
+   * Queues the first run of graph `id`, compiled from `call`, on the executor when the call's
+   * ops are small (`MAX_ELEMENTS_PER_OP`), fed the call's inputs and its variables' values,
+   * its outputs dropped. False, with the graph dropped, when a tensor of the call is gone (a
+   * disposed variable): a call of the key will differ.
+   */
+  setUp(backend, id, call) {
+    if (call.elements > MAX_ELEMENTS_PER_OP * call.ops.length) return true;
+    try {
+      backend.binding.warmUpCall(id, backend.ops.io, writeFeeds(backend, call));
+      return true;
+    } catch (e) {
+      this.dropId(id);
+      return false;
     }
-    return {id, runsAhead};
   }
 
   /**
@@ -444,4 +465,4 @@ function tensorsKey(tensors) {
   return key;
 }
 
-module.exports = {FLAG, CallGraphs, tensorsKey, stats, recordPart, endParts};
+module.exports = {FLAG, CallGraphs, tensorsKey, stats, recordPart, endParts, recordingNow};

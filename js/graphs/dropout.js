@@ -9,6 +9,7 @@
 
 const tfc = require('@tensorflow/tfjs-core');
 const {TensorFlowBackend, typeAttr} = require('../backend/tensorflow_backend');
+const {replaceExport} = require('./core_exports');
 
 const tfjsDropout = tfc.dropout;
 const RANDOM_UNIFORM_ATTRS = [
@@ -42,20 +43,9 @@ function maskShape(shape, noiseShape) {
   return noiseShape.map((d, i) => d == null ? shape[i] : d);
 }
 
-/**
- * Makes tfjs-core's `dropout` export this one. tfjs-layers reads it through its namespace of
- * tfjs-core on every call, and `@tensorflow/tfjs` re-exports it the same way. A build of
- * tfjs-core whose exports cannot be redefined (an ES-module namespace: tfjs-core's own test
- * suite loads one) keeps its dropout.
- */
+/** Makes tfjs-core's `dropout` export this one (core_exports.js). */
 function installDropout() {
-  const exported = Object.getOwnPropertyDescriptor(tfc, 'dropout');
-  if (exported !== undefined && exported.configurable) {
-    Object.defineProperty(tfc, 'dropout', {value: dropout, writable: true, enumerable: true,
-                                           configurable: true});
-  } else if (exported !== undefined && exported.writable) {
-    tfc.dropout = dropout;
-  }
+  replaceExport('dropout', dropout);
 }
 
 module.exports = {installDropout};

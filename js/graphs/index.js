@@ -3,7 +3,8 @@
 
 const {installDropout} = require('./dropout');
 const {installModelGraphs, graphFunction} = require('./models');
-const {stats} = require('./call_graphs');
+const {stats, recordingNow} = require('./call_graphs');
+const {watchRandomOps} = require('./trust');
 
 let installed = false;
 
@@ -11,6 +12,7 @@ function installGraphs() {
   if (installed) return;
   installed = true;
   installDropout();
+  watchRandomOps(recordingNow);
   installModelGraphs();
 }
 

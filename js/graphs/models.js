@@ -13,6 +13,7 @@ const tfc = require('@tensorflow/tfjs-core');
 const {LayersModel} = require('@tensorflow/tfjs-layers');
 const {GraphModel} = require('@tensorflow/tfjs-converter');
 const {CallGraphs, tensorsKey, recordPart, endParts} = require('./call_graphs');
+const {builtInLayersModel, builtInGraphModel} = require('./trust');
 
 /** Call-site caches per model and kind. */
 const cachesOf = new WeakMap();
@@ -25,7 +26,9 @@ function cacheOf(owner, kind) {
   }
   let cache = caches.get(kind);
   if (cache === undefined) {
-    cache = new CallGraphs(`${owner.constructor.name}.${kind}`);
+    const trusts = owner instanceof GraphModel ? () => builtInGraphModel(owner) :
+        () => builtInLayersModel(owner);
+    cache = new CallGraphs(`${owner.constructor.name}.${kind}`, trusts);
     caches.set(kind, cache);
   }
   return cache;

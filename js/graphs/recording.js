@@ -73,6 +73,8 @@ class Recording {
     /** Parts of the call that repeat (`part`), and where the last one ends. */
     this.parts = [];
     this.partsEnd = null;
+    /** Whether the call drew random numbers in JS (trust.js). */
+    this.drewRandom = false;
   }
 
   /**
