@@ -10,6 +10,22 @@ const GROUPS = [{key: 'suite', title: 'Layers suite', of: (r) => !r.workload},
                 {key: 'workloads', title: 'User workloads', of: (r) => r.workload}];
 
 const ratio = (peer, mine) => (peer != null && mine != null && mine > 0 ? peer / mine : null);
+/**
+ * The peer whose processes ran back to back with this package's, pass by pass (run.js
+ * `passOrder`): its ratio is the median of the passes' own ratios.
+ */
+const PAIRED_PEER = 'defer-off';
+
+/** The median of `peer[i] / mine[i]` over passes; else the ratio of the medians. */
+function pairedRatio(peer, mine, peerProcesses, mineProcesses) {
+  const n = peerProcesses ? peerProcesses.length : 0;
+  if (n === 0 || !mineProcesses || mineProcesses.length !== n) return ratio(peer, mine);
+  const each = peerProcesses.map((p, i) => ratio(p, mineProcesses[i]));
+  if (each.some((r) => r == null)) return ratio(peer, mine);
+  const sorted = each.sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}
 const geomean = (xs) => {
   const ok = xs.filter((x) => x != null && x > 0);
   return ok.length ? Math.exp(ok.reduce((s, x) => s + Math.log(x), 0) / ok.length) : null;
@@ -30,8 +46,14 @@ function derive(results) {
       const mine = row.results[P] || {};
       for (const p of peers) {
         const peer = row.results[p] || {};
-        row.ratios[p] = ratio(peer.ms, mine.ms);
-        row.firstRatios[p] = ratio(peer.firstMs, mine.firstMs);
+        if (p === PAIRED_PEER) {
+          row.ratios[p] = pairedRatio(peer.ms, mine.ms, peer.processes, mine.processes);
+          row.firstRatios[p] = pairedRatio(peer.firstMs, mine.firstMs, peer.firstProcesses,
+                                           mine.firstProcesses);
+        } else {
+          row.ratios[p] = ratio(peer.ms, mine.ms);
+          row.firstRatios[p] = ratio(peer.firstMs, mine.firstMs);
+        }
       }
     }
     results.geomean = {};
@@ -505,7 +527,10 @@ const MODEL_METHOD = [
   '`predict` calls (**predict**: their total / 20), each `predict` + `dataSync()` of every ' +
   'output + dispose; a fit is followed by a `dataSync()` of the first trainable weight. ' +
   '`predict` keeps its default `batchSize` of 32 (the batch of 128 runs as 4 × 32), in tfjs ' +
-  'and Keras alike. A cell is the median over the processes; no GC is forced anywhere. Only ' +
+  'and Keras alike. A cell is the median over the processes; no GC is forced anywhere. ' +
+  'This package runs 5 processes per model with deferring on and 5 with it off, each pair ' +
+  'back to back, and **× defer-off** is the median of the pairs\' own ratios (apart, one ' +
+  'backend\'s processes differed 2-3× between passes of a run). Only ' +
   'the pure-JS `cpu` backend runs fewer calls where the first shows they would take too long.',
   '',
   'Until this harness, `benches/` measured predict and fit on fresh models in separate cases ' +

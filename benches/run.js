@@ -18,7 +18,8 @@
 //                        tfjs-node, wasm; distributed: benches/distributed.js, tf.node's
 //                        distributed runtime on 127.0.0.1, this package only)
 //   --passes=N           worker processes per model and backend, interleaved across backends
-//                        (default 3; cpu and quick runs: 1)
+//                        (default 3; cpu and quick runs: 1; this package with deferring on
+//                        and off: N + 2, back to back)
 //   --write              write RESULTS.md and the SVG even for a partial or quick run
 //   --report-only[=FILE] only regenerate RESULTS.md and the SVG from a results file
 //                        (default benches/results/full.json)
@@ -179,7 +180,30 @@ function cFloor(quick) {
  * a case's time is the median of the passes. `cpu`, slower by far, runs one pass.
  */
 function passesFor(opts, backend) {
-  return opts.quick || backend === 'cpu' ? 1 : opts.passes;
+  if (opts.quick || backend === 'cpu') return 1;
+  return backend === PRIMARY || backend === DEFER_OFF ? opts.passes + PAIRED_EXTRA_PASSES :
+    opts.passes;
+}
+
+/**
+ * Passes beyond `--passes` of this package with deferring on and off. Their ratio is the one
+ * that must hold to 5% (deferring never slower), finer than any other, so it gets more pairs.
+ */
+const PAIRED_EXTRA_PASSES = 2;
+
+/**
+ * One pass's order of `backends`, rotated by `rotate` so that no backend always runs first (or
+ * last) on a drifting machine, with this package and DEFER_OFF back to back (in alternating
+ * order): each pair met the same state of the machine, and report.js compares them pair by
+ * pair. Apart, their processes differed by 2-3x between passes of one run.
+ */
+function passOrder(backends, rotate) {
+  const paired = backends.includes(PRIMARY) && backends.includes(DEFER_OFF);
+  const pair = rotate % 2 ? [DEFER_OFF, PRIMARY] : [PRIMARY, DEFER_OFF];
+  const units = backends.filter((b) => !paired || b !== DEFER_OFF)
+      .map((b) => (paired && b === PRIMARY ? pair : [b]));
+  const k = rotate % units.length;
+  return units.slice(k).concat(units.slice(0, k)).flat();
 }
 
 /** The cases of a model: predict, and fit where it trains. */
@@ -203,9 +227,7 @@ function runModels(opts, backends, results) {
   let rotate = 0;
   for (let pass = 0; pass < maxPasses; pass++) {
     for (const spec of specs) {
-      // Rotate the order so that no backend always runs first (or last) on a drifting machine.
-      const order = backends.slice(rotate % backends.length)
-          .concat(backends.slice(0, rotate % backends.length));
+      const order = passOrder(backends, rotate);
       rotate++;
       for (const backend of order) {
         if (pass >= passesFor(opts, backend)) continue;
