@@ -128,6 +128,30 @@ test('a convolution TF runs fused with its bias and relu (_FusedConv2D) is a gra
   close(graphs, await on('cpu', run), 1e-4, 'cpu');
 });
 
+test('a ReLU capped at 6 (Relu, then ClipByValue) runs as Relu6 in graphs, as eager and cpu',
+     async () => {
+       // Graphs build ClipByValue(Relu(x), 0, 6) as Relu6(x); other caps stay as they ran.
+       for (const maxValue of [6, 5]) {
+         const run = async () => {
+           const m = tf.sequential();
+           m.add(tf.layers.dense({units: 16, inputShape: [4], kernelInitializer: init(6),
+                                  biasInitializer: 'ones'}));
+           m.add(tf.layers.reLU({maxValue}));
+           const x = tf.tensor2d(Array.from({length: 12}, (_, i) => 20 * Math.sin(i)), [3, 4]);
+           const out = [];
+           for (let i = 0; i < 3; i++) out.push(...m.predict(x).dataSync());
+           m.dispose();
+           x.dispose();
+           return out;
+         };
+         const before = replays();
+         const values = await graphsAsEagerAndCpu(run);
+         assert.ok(replays() - before >= 2, 'replayed');
+         assert.ok(values.some((v) => v === maxValue) && values.some((v) => v === 0) &&
+                   values.some((v) => v > 0 && v < maxValue), `clipped both ways: ${values}`);
+       }
+     });
+
 test('replayed calls leave the tensor counts of eager calls', async () => {
   const counts = async () => {
     const m = convnet();

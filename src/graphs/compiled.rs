@@ -5,7 +5,7 @@
 //! compiled before it (240 runs of 36 ops: 6 ms for the first, 240 ms for the last).
 
 use std::collections::HashSet;
-use std::ffi::CString;
+use std::ffi::{CStr, CString};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::nodes;
@@ -30,6 +30,18 @@ pub enum Ref {
 pub struct NodeOp<'a> {
     pub prepared: &'a PreparedOp,
     pub inputs: Vec<Ref>,
+    /// Another op of the same inputs and attrs to build instead (`calls::fuse_clipped_relu`).
+    pub built_as: Option<&'static CStr>,
+}
+
+impl<'a> NodeOp<'a> {
+    pub fn new(prepared: &'a PreparedOp, inputs: Vec<Ref>) -> NodeOp<'a> {
+        NodeOp {
+            prepared,
+            inputs,
+            built_as: None,
+        }
+    }
 }
 
 /// Integer tensors up to this many elements are read by value where shapes may depend on them
@@ -193,6 +205,7 @@ impl CompiledGraph {
             let node = nodes::add_node(
                 graph,
                 step.prepared,
+                step.built_as,
                 &node_name("n", index)?,
                 &inputs,
                 status,

@@ -293,11 +293,13 @@ pub fn takes_computed_integers(name: &CStr, input: usize, count: usize) -> bool 
         || (name == "ConcatV2" && input + 1 < count)
 }
 
-/// Adds prepared op `prepared` as node `node_name` on `inputs` (flat, as the op runs eagerly),
-/// grouped into the arguments of its definition: one input each, or one list.
+/// Adds prepared op `prepared` (or op `built_as`, of the same inputs and attrs) as node
+/// `node_name` on `inputs` (flat, as the op runs eagerly), grouped into the arguments of its
+/// definition: one input each, or one list.
 pub fn add_node(
     graph: &Graph,
     prepared: &PreparedOp,
+    built_as: Option<&CStr>,
     node_name: &CStr,
     inputs: &[NodeOutput],
     status: &Status,
@@ -318,7 +320,7 @@ pub fn add_node(
             inputs.len()
         )));
     }
-    let mut node = graph.node(&prepared.name, node_name)?;
+    let mut node = graph.node(built_as.unwrap_or(&prepared.name), node_name)?;
     let mut at = 0;
     for &(length, list) in args {
         let group = &inputs[at..at + length];

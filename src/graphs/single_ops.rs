@@ -84,10 +84,7 @@ fn build(
             None => Feed::Placeholder(input.spec.clone()),
         })
         .collect();
-    let node = NodeOp {
-        prepared,
-        inputs: (0..inputs.len() as u32).map(Ref::Feed).collect(),
-    };
+    let node = NodeOp::new(prepared, (0..inputs.len() as u32).map(Ref::Feed).collect());
     let fetches: Vec<Ref> = (0..outputs as u32)
         .map(|output| Ref::Node { index: 0, output })
         .collect();

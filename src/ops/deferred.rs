@@ -714,10 +714,7 @@ fn compile(
     let steps = run.nodes.iter().zip(&needed).map(|(&node, &needed)| {
         needed.then(|| {
             let trie_node = &tracer.trie[node as usize];
-            NodeOp {
-                prepared: &plans[trie_node.plan as usize],
-                inputs: trie_node.inputs.to_vec(),
-            }
+            NodeOp::new(&plans[trie_node.plan as usize], trie_node.inputs.to_vec())
         })
     });
     let fetches: Vec<Ref> = live
