@@ -9,6 +9,8 @@ const COLORS = {'defer-off': '#2e8b57', 'tfjs-node': '#e8710a', 'wasm': '#5b6abf
 const GROUPS = [{key: 'suite', title: 'Layers suite', of: (r) => !r.workload},
                 {key: 'workloads', title: 'User workloads', of: (r) => r.workload}];
 
+const {median} = require('./micro');
+
 const ratio = (peer, mine) => (peer != null && mine != null && mine > 0 ? peer / mine : null);
 /**
  * The peer whose processes ran back to back with this package's, pass by pass (run.js
@@ -21,10 +23,7 @@ function pairedRatio(peer, mine, peerProcesses, mineProcesses) {
   const n = peerProcesses ? peerProcesses.length : 0;
   if (n === 0 || !mineProcesses || mineProcesses.length !== n) return ratio(peer, mine);
   const each = peerProcesses.map((p, i) => ratio(p, mineProcesses[i]));
-  if (each.some((r) => r == null)) return ratio(peer, mine);
-  const sorted = each.sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+  return each.some((r) => r == null) ? ratio(peer, mine) : median(each);
 }
 const geomean = (xs) => {
   const ok = xs.filter((x) => x != null && x > 0);

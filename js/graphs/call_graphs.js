@@ -148,6 +148,8 @@ class CallGraphs {
     // A first recording of JS that does the same every call needs no second to witness it.
     const trusted = previous === null && !call.witnessed && !recording.drewRandom &&
         this.trusts();
+    // Whether this recording is the key's graph: witnessed, or needing no witness.
+    const compiles = repeated || call.witnessed || trusted;
     let usable = repeated && speculative !== null;
     if (recording.ahead !== null) {
       let graphFailure = null;
@@ -174,7 +176,7 @@ class CallGraphs {
     }
     if (previous !== null) this.forget(previous);
     entry.last = null;
-    if (entry.graph === null && (repeated || call.witnessed || trusted)) {
+    if (entry.graph === null && compiles) {
       const id = this.compile(backend, call);
       if (typeof id !== 'number') {
         this.fail(entry, `cannot be a graph: ${id.message}`, true);
@@ -183,7 +185,7 @@ class CallGraphs {
         if (trusted) stats.fromFirstCalls++;
       }
     }
-    if (repeated || call.witnessed || trusted) {
+    if (compiles) {
       recording.release();
     } else {
       entry.last = {call, recording};

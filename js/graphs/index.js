@@ -3,7 +3,7 @@
 
 const {installDropout} = require('./dropout');
 const {installModelGraphs, graphFunction} = require('./models');
-const {stats, recordingNow} = require('./call_graphs');
+const {stats} = require('./call_graphs');
 const {watchRandomOps} = require('./trust');
 
 let installed = false;
@@ -12,7 +12,7 @@ function installGraphs() {
   if (installed) return;
   installed = true;
   installDropout();
-  watchRandomOps(recordingNow);
+  watchRandomOps();
   installModelGraphs();
 }
 

@@ -16,6 +16,7 @@
 const tfc = require('@tensorflow/tfjs-core');
 const tfl = require('@tensorflow/tfjs-layers');
 const {replaceExport} = require('./core_exports');
+const {recordingNow} = require('./call_graphs');
 
 /**
  * The classes tfjs registered for serialization (layers, models, optimizers, activations,
@@ -76,10 +77,10 @@ function builtInGraphModel(model) {
 }
 
 /**
- * Makes tfjs-core's JS random ops tell the call being recorded (`recordingNow()`) that it
- * drew random numbers (`Recording.drewRandom`).
+ * Makes tfjs-core's JS random ops tell the call being recorded that it drew random numbers
+ * (`Recording.drewRandom`).
  */
-function watchRandomOps(recordingNow) {
+function watchRandomOps() {
   for (const name of JS_RANDOM_OPS) {
     const op = tfc[name];
     replaceExport(name, function(...args) {
