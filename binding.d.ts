@@ -275,6 +275,13 @@ export declare function runSavedModelInBackground(id: unknown, inputIds: unknown
  */
 export declare function setDeviceScope(device?: string | undefined | null): void
 
+/**
+ * Creates this env's runtime now rather than at its first call: its TF context, and the
+ * kernel set-up that `tf::warm_up` does on the executor thread meanwhile. js/index.js calls it
+ * before it loads tfjs, whose JS takes long enough for the set-up to end.
+ */
+export declare function startRuntime(): void
+
 /** Starts a server for `serverDef` (a serialized `tensorflow.ServerDef`). */
 export declare function startServer(serverDef: Uint8Array): TfServer
 

@@ -867,6 +867,7 @@ module.exports.runPreparedOp = nativeBinding.runPreparedOp
 module.exports.runSavedModel = nativeBinding.runSavedModel
 module.exports.runSavedModelInBackground = nativeBinding.runSavedModelInBackground
 module.exports.setDeviceScope = nativeBinding.setDeviceScope
+module.exports.startRuntime = nativeBinding.startRuntime
 module.exports.startServer = nativeBinding.startServer
 module.exports.stats = nativeBinding.stats
 module.exports.stopBackgroundWork = nativeBinding.stopBackgroundWork

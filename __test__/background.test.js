@@ -237,3 +237,24 @@ test('SavedModel predictAsync gives predict\'s values; TF\'s run errors reject w
   add.dispose();
   assert.strictEqual(tf.memory().numTensors, before);
 });
+
+test('the kernel set-up at start (src/tf/warm_up.rs) changes no product and is no background run',
+     () => {
+       // A fresh process: its first products meet the set-up in progress or done; with
+       // TFJS_NODE_RS_BACKGROUND=0 there is none. By hand: [[1, 2, 0], [3, 4, 1]] ·
+       // [[0, 1], [2, 2], [0, 1]] = [[4, 5], [8, 12]]; a 32x5 · 5x10 product of ones is 5.
+       const source = `
+         const tf = require('.');
+         const small = tf.matMul(tf.tensor2d([[1, 2, 0], [3, 4, 1]]), tf.tensor2d([[0, 1], [2, 2], [0, 1]]));
+         const ones = tf.matMul(tf.ones([32, 5]), tf.ones([5, 10]));
+         console.log(JSON.stringify({small: Array.from(small.dataSync()),
+           ones: [...new Set(ones.dataSync())], runs: tf.backend().binding.stats().backgroundRuns}));`;
+       for (const background of ['1', '0']) {
+         const r = child(source, {TFJS_NODE_RS_BACKGROUND: background});
+         assert.strictEqual(r.status, 0, r.stderr);
+         const out = JSON.parse(r.stdout.trim().split('\n').pop());
+         assert.deepStrictEqual(out.small, [4, 5, 8, 12], `background ${background}`);
+         assert.deepStrictEqual(out.ones, [5], `background ${background}`);
+         assert.strictEqual(out.runs, 0, `background ${background}: no background run`);
+       }
+     });

@@ -2,6 +2,9 @@
 // `require('tfjs-node-rs')`: the @tensorflow/tfjs API with the `tensorflow`
 // backend (TensorFlow's C runtime) registered and made current.
 
+// The native runtime first: TF sets a kernel up on the executor thread (src/tf/warm_up.rs)
+// while tfjs's JS loads.
+require('./backend/binding').startRuntime();
 const tf = require('@tensorflow/tfjs');
 const {registerTensorflowBackend, BACKEND_NAME} = require('./backend');
 const {version: packageVersion} = require('../package.json');

@@ -218,6 +218,25 @@ impl Executor {
 
     /// Queues `work`; returns its job, whose outputs the caller registers as pending tensors.
     pub fn submit(&mut self, work: Work) -> Result<Arc<Job>> {
+        let job = self.queue(work)?;
+        self.jobs_made += 1;
+        Ok(job)
+    }
+
+    /// Starts the thread on `set_up`, work that computes no tensor (a kernel's one-time set-up,
+    /// `tf::warm_up`) and so is none of `stats()`'s background runs.
+    pub fn set_up(
+        &mut self,
+        set_up: impl FnOnce(&Status) -> Result<()> + Send + 'static,
+    ) -> Result<()> {
+        let work = Work {
+            run: Box::new(|status| set_up(status).map(|()| Vec::new())),
+            on_executor: true,
+        };
+        self.queue(work).map(drop)
+    }
+
+    fn queue(&mut self, work: Work) -> Result<Arc<Job>> {
         if self.thread.is_none() {
             let queue = self.queue.clone();
             let thread = std::thread::Builder::new()
@@ -248,7 +267,6 @@ impl Executor {
         if waiting > 1 || on_executor {
             changed.notify_one();
         }
-        self.jobs_made += 1;
         Ok(job)
     }
 

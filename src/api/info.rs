@@ -1,4 +1,4 @@
-//! `tfVersion`, `isUsingGpuDevice`, `stats`.
+//! `tfVersion`, `startRuntime`, `isUsingGpuDevice`, `stats`.
 
 use napi::bindgen_prelude::Env;
 
@@ -11,6 +11,14 @@ use crate::tf::context::tf_version as linked_tf_version;
 #[napi_derive::napi(js_name = "tfVersion")]
 pub fn tf_version() -> String {
     linked_tf_version()
+}
+
+/// Creates this env's runtime now rather than at its first call: its TF context, and the
+/// kernel set-up that `tf::warm_up` does on the executor thread meanwhile. js/index.js calls it
+/// before it loads tfjs, whose JS takes long enough for the set-up to end.
+#[napi_derive::napi(js_name = "startRuntime")]
+pub fn start_runtime(env: Env) -> napi::Result<()> {
+    js_call(&env, |js| EnvState::get(js).map(|_| ()))
 }
 
 #[napi_derive::napi(js_name = "isUsingGpuDevice")]

@@ -28,6 +28,7 @@ use crate::tensor_table::TensorTable;
 use crate::tf::context::Context;
 use crate::tf::handle::TensorHandle;
 use crate::tf::status::Status;
+use crate::tf::warm_up;
 use deferred::Tracer;
 
 /// Buffers reused by every call, so the hot path does not allocate.
@@ -61,8 +62,15 @@ impl Runtime {
     pub fn new(js: Js) -> Result<Runtime> {
         let status = Status::new();
         let context = Context::new(&status)?;
+        let mut executor = Executor::new(js)?;
+        if executor.enabled {
+            // A kernel's one-time set-up, while the program goes on to its first call. Nothing
+            // here is the program's to hear of: where it fails, the kernel sets itself up at its
+            // first call, as it would have, and reports its own errors there.
+            let _ = executor.set_up(warm_up::set_up_small_products);
+        }
         Ok(Runtime {
-            executor: Executor::new(js)?,
+            executor,
             tracer: Tracer::new(),
             tensors: TensorTable::default(),
             calls: CallGraphs::default(),

@@ -14,3 +14,4 @@ pub mod session;
 pub mod signals;
 pub mod status;
 pub mod tensor;
+pub mod warm_up;
