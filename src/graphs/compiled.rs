@@ -154,13 +154,7 @@ impl CompiledGraph {
                 Feed::Constant(handle) => {
                     let dtype = OutputSpec::of(handle, status)?.dtype;
                     let tensor = handle.resolve(status)?;
-                    let mut node = graph.node(c"Const", &name)?;
-                    node.set_type(c"dtype", DTYPES[dtype].tf);
-                    let set = node.set_tensor(c"value", &tensor, status);
-                    // Finished even when the value failed, so the description is not leaked.
-                    let finished = node.finish(status);
-                    set?;
-                    finished?
+                    graph.constant(&name, DTYPES[dtype], &tensor, status)?
                 }
             };
             feed_nodes.push(node);

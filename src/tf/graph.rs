@@ -7,6 +7,7 @@ use std::ptr::NonNull;
 
 use tensorflow_sys as sys;
 
+use super::dtype::DType;
 use super::status::Status;
 use super::tensor::Tensor;
 use crate::error::{Error, Result};
@@ -62,6 +63,23 @@ impl Graph {
         let raw = NonNull::new(raw)
             .ok_or_else(|| Error::Invalid("TF_NewOperation returned no description".into()))?;
         Ok(NodeBuilder { raw, _graph: self })
+    }
+
+    /// A `Const` node named `name` holding `value`, a tensor of `dtype`.
+    pub fn constant(
+        &self,
+        name: &CStr,
+        dtype: DType,
+        value: &Tensor,
+        status: &Status,
+    ) -> Result<NodeOutput> {
+        let mut node = self.node(c"Const", name)?;
+        node.set_type(c"dtype", dtype.tf);
+        let set = node.set_tensor(c"value", value, status);
+        // Finished even when the value failed, so the description is not leaked.
+        let finished = node.finish(status);
+        set?;
+        finished
     }
 
     pub(super) fn raw(&self) -> *mut sys::TF_Graph {

@@ -6,7 +6,6 @@
 //! (TF guards it with a `pthread_once`), so one product on any thread sets it up for all.
 
 use super::dtype::DType;
-use super::graph::NodeOutput;
 use super::session::Session;
 use super::status::Status;
 use super::tensor::Tensor;
@@ -21,13 +20,7 @@ pub fn set_up_small_products(status: &Status) -> Result<()> {
     // 2x2: Eigen computes a 1x1 product itself, without the generated code.
     let ones: Vec<u8> = [1f32; 4].iter().flat_map(|x| x.to_ne_bytes()).collect();
     let ones = Tensor::copy_of(float, &[2, 2], &ones)?;
-    let mut value = graph.node(c"Const", c"ones")?;
-    value.set_type(c"dtype", float.tf);
-    let set = value.set_tensor(c"value", &ones, status);
-    // Finished even when the value failed, so the description is not leaked.
-    let value: Result<NodeOutput> = value.finish(status);
-    set?;
-    let value = value?;
+    let value = graph.constant(c"ones", float, &ones, status)?;
     let mut product = graph.node(c"SparseMatMul", c"product")?;
     product.add_input(value);
     product.add_input(value);
