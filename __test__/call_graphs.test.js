@@ -199,6 +199,35 @@ test('a predict of several batches is a graph from its second call, as eager and
   await graphsAsEagerAndCpu(run);
 });
 
+test('a predict of several small batches sets its graph up on the executor as it compiles', async () => {
+  // Its batches witness one another, so its first call compiles the graph; the graph's first
+  // run (TF's setup of it) is queued then, not left to the second call.
+  const runs = () => tf.backend().binding.stats().backgroundRuns;
+  const run = async () => {
+    const m = tf.sequential({layers: [
+      tf.layers.dense({units: 4, inputShape: [3], activation: 'relu', kernelInitializer: init(2)}),
+      tf.layers.dense({units: 2, kernelInitializer: init(3)})]});
+    const x = tf.tensor2d([[1, -2, 3], [0.5, 1, -1], [2, 2, 2], [-1, 0, 1], [3, -3, 0.25],
+                           [1, 1, 1], [0, 0, 0], [-2, 4, 1]]);
+    const graphed = tf.getBackend() === 'tensorflow' && tf.env().getBool(FLAG);
+    const out = [];
+    const before = graphed ? runs() : 0;
+    const compiledBefore = compiled();
+    out.push(...m.predict(x, {batchSize: 2}).dataSync());
+    if (graphed) {
+      assert.strictEqual(compiled() - compiledBefore, 1, 'compiled by the first predict');
+      assert.strictEqual(runs() - before, 1, 'its setup run queued by the first predict');
+    }
+    const replayed = replays();
+    out.push(...m.predict(x, {batchSize: 2}).dataSync());
+    if (graphed) assert.strictEqual(replays() - replayed, 1, 'the second replays');
+    m.dispose();
+    x.dispose();
+    return out;
+  };
+  await graphsAsEagerAndCpu(run);
+});
+
 test('batches whose JS writes different values do not witness one another', async () => {
   // A layer adding how often it ran: each batch, and each call, writes another constant.
   class AddCount extends tf.layers.Layer {

@@ -180,7 +180,8 @@ class CallGraphs {
       const id = this.compile(backend, call);
       if (typeof id !== 'number') {
         this.fail(entry, `cannot be a graph: ${id.message}`, true);
-      } else if (!trusted || this.setUp(backend, id, call)) {
+      } else if (this.setUp(backend, id, call)) {
+        // Set up now, as a repeat's graph is by `speculate`: the key's next call runs it.
         this.install(entry, backend, id, call, sideEffects);
         if (trusted) stats.fromFirstCalls++;
       }
