@@ -258,3 +258,49 @@ test('the kernel set-up at start (src/tf/warm_up.rs) changes no product and is n
          assert.strictEqual(out.runs, 0, `background ${background}: no background run`);
        }
      });
+
+test('the graph passes\' set-up at start (src/tf/warm_up.rs) changes no value, logs no error ' +
+     'and ends cleanly wherever the program stops it', () => {
+  // A fresh process trains right after require: its first graph runs meet the set-up in
+  // progress, or paused while the program computes. Its values are the cpu backend's.
+  const train = `
+    const tf = require('.');
+    async function train(backend) {
+      await tf.setBackend(backend);
+      const init = (seed) => tf.initializers.randomUniform({minval: -0.5, maxval: 0.5, seed});
+      const m = tf.sequential();
+      m.add(tf.layers.dense({units: 16, activation: 'relu', inputShape: [8], kernelInitializer: init(1)}));
+      m.add(tf.layers.dense({units: 3, activation: 'softmax', kernelInitializer: init(2)}));
+      m.compile({optimizer: tf.train.sgd(0.1), loss: 'categoricalCrossentropy'});
+      const x = tf.tensor2d(Array.from({length: 64}, (_, i) => Math.sin(i)), [8, 8]);
+      const y = tf.oneHot(tf.tensor1d([0, 1, 2, 0, 1, 2, 0, 1], 'int32'), 3);
+      await m.fit(x, y, {epochs: 4, batchSize: 8, shuffle: false, verbose: 0});
+      return Array.from(m.predict(x).dataSync());
+    }
+    (async () => {
+      const values = await train('tensorflow');
+      const cpu = await train('cpu');
+      console.log(JSON.stringify({values, cpu}));
+    })();`;
+  for (const background of ['1', '0']) {
+    const r = child(train, {TFJS_NODE_RS_BACKGROUND: background});
+    assert.strictEqual(r.status, 0, r.stderr);
+    // TF's own log lines start with their level: E(rror) and F(atal) would be a failed set-up.
+    assert.doesNotMatch(r.stderr, /^[EF]\d{4} /m, `background ${background}`);
+    const {values, cpu} = JSON.parse(r.stdout.trim().split('\n').pop());
+    close(values, cpu, 1e-5);
+  }
+  // Stopped during the set-up: the part in progress ends, the rest are dropped.
+  const exit = child(`require('.'); process.exit(0);`);
+  assert.strictEqual(exit.status, 0, exit.stderr);
+  assert.doesNotMatch(exit.stderr, /^[EF]\d{4} /m);
+  const worker = child(`
+    const {Worker} = require('worker_threads');
+    const w = new Worker(${JSON.stringify(`require(${JSON.stringify(ROOT)})`)}, {eval: true});
+    w.on('online', () => setTimeout(() => w.terminate().then(() => {
+      const tf = require('.');
+      console.log('after', tf.add(tf.scalar(1), tf.scalar(2)).dataSync()[0]);
+    }), 50));`);
+  assert.strictEqual(worker.status, 0, worker.stderr);
+  assert.match(worker.stdout, /after 3/);
+});

@@ -11,8 +11,9 @@
 //!
 //! The first run of a graph is the exception: only the executor thread runs it. It sets the
 //! session up, and TF caches part of that per thread (oneDNN's graph pass looks each op's
-//! kernels up once per thread), so a dense model's second graph set up in 2-3 ms on the
-//! thread that had set up the first, and in 10-12 ms on the other.
+//! kernels up once per thread; `tf::warm_up` fills that cache as the package loads), so a
+//! dense model's second graph set up in 2-3 ms on the thread that had set up the first, and
+//! in 10-12 ms on the other.
 //!
 //! Jobs wait for the jobs whose outputs they take, which always come before them, so nothing
 //! waits on itself. One thread, not a pool: TF's kernels already spread one run over the
@@ -20,9 +21,10 @@
 
 use std::cell::Cell;
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::graphs::compiled::CompiledGraph;
@@ -172,16 +174,32 @@ impl Job {
     }
 }
 
-/// The jobs not started yet, in order.
+/// Work that computes no tensor and that nothing waits for (`Executor::set_up`).
+type SetUp = Box<dyn FnOnce(&Status) + Send>;
+
+/// A set-up starts only once the program has called no op and queued no job for this long:
+/// while it computes (its first, eager calls; a training loop; a server under load), set-ups
+/// wait, so that no job waits behind one and none takes a core from the program's ops.
+const SET_UP_QUIET: Duration = Duration::from_millis(5);
+
+/// The jobs not started yet, in order, and the set-ups, which run when no job waits.
 #[derive(Default)]
 struct Queue {
     jobs: VecDeque<Arc<Job>>,
+    set_ups: VecDeque<SetUp>,
     stopping: bool,
     /// The thread is running a job.
     running: bool,
 }
 
-type Shared = (Mutex<Queue>, Condvar);
+/// The queue, the condvar that wakes the thread for it (and `wait_idle` when a job is done), and
+/// a count of the program's TF work (op calls and jobs), which set-ups wait to see still.
+#[derive(Default)]
+struct Shared {
+    queue: Mutex<Queue>,
+    changed: Condvar,
+    activity: AtomicU64,
+}
 
 /// The env's executor: its queue, its thread (started with the first job) and the promises
 /// waiting on jobs.
@@ -189,7 +207,6 @@ pub struct Executor {
     /// `TFJS_NODE_RS_BACKGROUND=0` turns jobs off: everything runs on the JS thread, as reads
     /// need it.
     pub enabled: bool,
-    /// The condvar wakes the thread for a job, and `wait_idle` when a job is done.
     queue: Arc<Shared>,
     thread: Option<JoinHandle<()>>,
     completions: Arc<Completions>,
@@ -223,20 +240,24 @@ impl Executor {
         Ok(job)
     }
 
-    /// Starts the thread on `set_up`, work that computes no tensor (a kernel's one-time set-up,
-    /// `tf::warm_up`) and so is none of `stats()`'s background runs.
-    pub fn set_up(
-        &mut self,
-        set_up: impl FnOnce(&Status) -> Result<()> + Send + 'static,
-    ) -> Result<()> {
-        let work = Work {
-            run: Box::new(|status| set_up(status).map(|()| Vec::new())),
-            on_executor: true,
-        };
-        self.queue(work).map(drop)
+    /// Queues `set_up`, work that computes no tensor and that nothing waits for
+    /// (`tf::warm_up`'s one-time set-ups), so none of `stats()`'s background runs. Only the
+    /// executor thread runs it, when no job is queued and none was for `SET_UP_QUIET`: a job
+    /// queued meanwhile waits at most for the set-up in progress. Set-ups not started by
+    /// `wait_idle` or `shut_down` are dropped.
+    pub fn set_up(&mut self, set_up: impl FnOnce(&Status) + Send + 'static) -> Result<()> {
+        self.start_thread()?;
+        let Shared { queue, changed, .. } = &*self.queue;
+        queue
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .set_ups
+            .push_back(Box::new(set_up));
+        changed.notify_one();
+        Ok(())
     }
 
-    fn queue(&mut self, work: Work) -> Result<Arc<Job>> {
+    fn start_thread(&mut self) -> Result<()> {
         if self.thread.is_none() {
             let queue = self.queue.clone();
             let thread = std::thread::Builder::new()
@@ -245,6 +266,17 @@ impl Executor {
                 .map_err(|e| Error::Invalid(format!("cannot start the executor thread: {e}")))?;
             self.thread = Some(thread);
         }
+        Ok(())
+    }
+
+    /// The program calls an op (`set_up` waits for a still moment).
+    pub fn note_activity(&self) {
+        self.queue.activity.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn queue(&mut self, work: Work) -> Result<Arc<Job>> {
+        self.start_thread()?;
+        self.note_activity();
         let on_executor = work.on_executor;
         let job = Arc::new(Job {
             on_executor,
@@ -252,7 +284,7 @@ impl Executor {
             finished: Condvar::new(),
             completions: self.completions.clone(),
         });
-        let (queue, changed) = &*self.queue;
+        let Shared { queue, changed, .. } = &*self.queue;
         let waiting = {
             let mut queue = queue.lock().unwrap_or_else(|p| p.into_inner());
             // Jobs a reader ran itself leave the queue here.
@@ -272,7 +304,7 @@ impl Executor {
 
     /// Wakes the thread for the queued jobs (someone waits for them without running them).
     fn start(&self) {
-        self.queue.1.notify_one();
+        self.queue.changed.notify_one();
     }
 
     /// A number JS gives back to `held` or `release` to get `job`.
@@ -299,9 +331,10 @@ impl Executor {
     /// Waits until the queued jobs and the one in progress are done: nothing runs after this
     /// returns until the next `submit` (before the context changes under the jobs).
     pub fn wait_idle(&self) {
-        let (queue, changed) = &*self.queue;
+        let Shared { queue, changed, .. } = &*self.queue;
         self.start();
-        let guard = queue.lock().unwrap_or_else(|p| p.into_inner());
+        let mut guard = queue.lock().unwrap_or_else(|p| p.into_inner());
+        guard.set_ups.clear();
         drop(
             changed
                 .wait_while(guard, |q| q.running || !q.jobs.is_empty())
@@ -319,11 +352,16 @@ impl Executor {
     /// Finishes the job in progress, drops the queued ones and stops the thread (env shutdown:
     /// the env's tensors, which the jobs would fill, are gone).
     pub fn shut_down(&mut self) {
-        let (queue, ready) = &*self.queue;
+        let Shared {
+            queue,
+            changed: ready,
+            ..
+        } = &*self.queue;
         {
             let mut queue = queue.lock().unwrap_or_else(|p| p.into_inner());
             queue.stopping = true;
             queue.jobs.clear();
+            queue.set_ups.clear();
         }
         self.held.clear();
         ready.notify_all();
@@ -341,28 +379,80 @@ fn unknown_ticket(ticket: u32) -> Error {
     Error::Invalid(format!("job {ticket} is unknown or its outputs were taken"))
 }
 
-/// The executor thread: runs queued jobs in order until the env shuts down.
+/// The executor thread: runs queued jobs in order, and set-ups when no job waits, until the env
+/// shuts down.
 fn work_through(shared: &Shared) {
     IS_EXECUTOR.set(true);
     let status = Status::new();
-    let (queue, changed) = shared;
+    let Shared {
+        queue,
+        changed,
+        activity,
+    } = shared;
     let lock = || queue.lock().unwrap_or_else(|p| p.into_inner());
+    let mut still = Stillness::default();
     loop {
-        let job = {
-            let mut guard = changed
-                .wait_while(lock(), |q| q.jobs.is_empty() && !q.stopping)
-                .unwrap_or_else(|p| p.into_inner());
-            if guard.stopping {
-                return;
+        let (job, set_up) = {
+            let mut guard = lock();
+            // Woken only to look at the set-ups: a lone job stays for its reader (`queue`).
+            let mut by_timer = false;
+            loop {
+                if guard.stopping {
+                    return;
+                }
+                if !by_timer {
+                    if let Some(job) = guard.jobs.pop_front() {
+                        guard.running = true;
+                        break (Some(job), None);
+                    }
+                }
+                if guard.set_ups.is_empty() {
+                    guard = changed.wait(guard).unwrap_or_else(|p| p.into_inner());
+                    by_timer = false;
+                    continue;
+                }
+                let Some(left) = still.left(activity) else {
+                    guard.running = true;
+                    break (None, guard.set_ups.pop_front());
+                };
+                let (woken, waited) = changed
+                    .wait_timeout(guard, left)
+                    .unwrap_or_else(|p| p.into_inner());
+                guard = woken;
+                by_timer = waited.timed_out();
             }
-            guard.running = true;
-            guard.jobs.pop_front()
         };
         if let Some(job) = job {
             job.run_if_queued(&status);
         }
+        if let Some(set_up) = set_up {
+            set_up(&status);
+        }
         lock().running = false;
         changed.notify_all();
+    }
+}
+
+/// How long the program's activity count has stayed the same, as the executor thread saw it.
+#[derive(Default)]
+struct Stillness {
+    count: u64,
+    /// When the count was last seen to change; `None`: never (no op called yet).
+    since: Option<Instant>,
+}
+
+impl Stillness {
+    /// `None` when the count has not changed for `SET_UP_QUIET`, else how long is left.
+    fn left(&mut self, activity: &AtomicU64) -> Option<Duration> {
+        let count = activity.load(Ordering::Relaxed);
+        if count != self.count {
+            self.count = count;
+            self.since = Some(Instant::now());
+        }
+        let still = self.since?.elapsed();
+        SET_UP_QUIET
+            .checked_sub(still)
+            .filter(|left| !left.is_zero())
     }
 }
 

@@ -145,7 +145,7 @@ impl CompiledGraph {
                     let spec = spec.clone();
                     let mut node = graph.node(c"Placeholder", &name)?;
                     node.set_type(c"dtype", DTYPES[spec.dtype].tf);
-                    node.set_shape(c"shape", &spec.dims);
+                    node.set_shape(c"shape", Some(&spec.dims));
                     let node = node.finish(status)?;
                     placeholders.push(node);
                     feed_specs.push(spec);

@@ -64,10 +64,19 @@ impl Runtime {
         let context = Context::new(&status)?;
         let mut executor = Executor::new(js)?;
         if executor.enabled {
-            // A kernel's one-time set-up, while the program goes on to its first call. Nothing
-            // here is the program's to hear of: where it fails, the kernel sets itself up at its
-            // first call, as it would have, and reports its own errors there.
-            let _ = executor.set_up(warm_up::set_up_small_products);
+            // One-time set-ups, while the program loads and goes on to its first call (see
+            // `warm_up`). Nothing here is the program's to hear of: where one fails, TF does it
+            // at the first call that needs it, as it would have, and reports its own errors there.
+            let _ = executor.set_up(|status| drop(warm_up::set_up_small_products(status)));
+            // With one core the graph passes' set-up would only delay the program: it is done for
+            // node types a program may never run, on the core the program loads on.
+            if std::thread::available_parallelism().is_ok_and(|n| n.get() > 1) {
+                for part in 0..warm_up::graph_pass_parts() {
+                    let _ = executor.set_up(move |status| {
+                        drop(warm_up::set_up_graph_passes(part, status));
+                    });
+                }
+            }
         }
         Ok(Runtime {
             executor,
@@ -127,6 +136,7 @@ pub fn run_prepared(
     room: i64,
     io: &mut [f64],
 ) -> Result<u32> {
+    state.executor.note_activity();
     // Only graph nodes may be queued or deferred; they alone need to know.
     let pending =
         plans[plan as usize].node.is_some() && ids.iter().any(|&id| state.tensors.is_pending(id));

@@ -130,6 +130,12 @@ impl NodeBuilder<'_> {
         unsafe { sys::TF_AddInput(self.raw(), input.raw()) }
     }
 
+    /// Makes the node run after `input`'s node (and be dead where that node is).
+    pub fn add_control_input(&mut self, input: NodeOutput) {
+        // SAFETY: the description and the input's node belong to the same live graph.
+        unsafe { sys::TF_AddControlInput(self.raw(), input.node.as_ptr()) }
+    }
+
     /// Adds `inputs` as one list argument (`Pack`'s values, `ConcatV2`'s values).
     pub fn add_input_list(&mut self, inputs: &[NodeOutput]) {
         let raw: Vec<sys::TF_Output> = inputs.iter().map(|o| o.raw()).collect();
@@ -190,17 +196,11 @@ impl NodeBuilder<'_> {
         status.check()
     }
 
-    /// A shape attr of known rank (a dim of -1 is unknown).
-    pub fn set_shape(&mut self, name: &CStr, dims: &[i64]) {
-        // SAFETY: the description is live; TF copies the dims, whose count is passed.
-        unsafe {
-            sys::TF_SetAttrShape(
-                self.raw(),
-                name.as_ptr(),
-                dims.as_ptr(),
-                dims.len() as c_int,
-            )
-        }
+    /// A shape attr: of known rank (a dim of -1 is unknown), or `None` for an unknown rank.
+    pub fn set_shape(&mut self, name: &CStr, dims: Option<&[i64]>) {
+        let (ptr, rank) = dims.map_or((std::ptr::null(), -1), |d| (d.as_ptr(), d.len() as c_int));
+        // SAFETY: the description is live; TF copies the `rank` dims (none for rank -1).
+        unsafe { sys::TF_SetAttrShape(self.raw(), name.as_ptr(), ptr, rank) }
     }
 
     pub fn set_int_list(&mut self, name: &CStr, values: &[i64]) {

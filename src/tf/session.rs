@@ -175,19 +175,38 @@ impl Session {
         outputs: &[Port<'_>],
         status: &Status,
     ) -> Result<Vec<Tensor>> {
+        self.run_with_targets(inputs, outputs, &[], status)
+    }
+
+    /// `run`, also running the nodes of `targets` (and those they depend on).
+    pub fn run_with_targets(
+        &self,
+        inputs: &[(Port<'_>, &Tensor)],
+        outputs: &[Port<'_>],
+        targets: &[NodeOutput],
+        status: &Status,
+    ) -> Result<Vec<Tensor>> {
         let feeds: Vec<sys::TF_Output> = inputs.iter().map(|(p, _)| p.output).collect();
         let values: Vec<*mut sys::TF_Tensor> = inputs.iter().map(|(_, t)| t.raw()).collect();
         let fetches: Vec<sys::TF_Output> = outputs.iter().map(|p| p.output).collect();
+        let targets: Vec<*const sys::TF_Operation> =
+            targets.iter().map(|t| t.raw().oper.cast_const()).collect();
         let mut results: Vec<*mut sys::TF_Tensor> = vec![ptr::null_mut(); fetches.len()];
-        let ninputs = c_int::try_from(feeds.len())
-            .map_err(|_| Error::Range("too many session inputs".into()))?;
-        let noutputs = c_int::try_from(fetches.len())
-            .map_err(|_| Error::Range("too many session outputs".into()))?;
+        let count = |n: usize| {
+            c_int::try_from(n)
+                .map_err(|_| Error::Range("too many session inputs or outputs".into()))
+        };
+        let (ninputs, noutputs, ntargets) = (
+            count(feeds.len())?,
+            count(fetches.len())?,
+            count(targets.len())?,
+        );
         // A graph may hold any op, GEMM-based ones included (see `signals`).
         let _blocked = AsyncSignalsBlocked::new();
-        // SAFETY: the session and every port's graph are live; the feed, value, fetch and result
-        // arrays have the lengths passed and outlive the call; TF only reads the input tensors
-        // (it takes its own references) and writes one new tensor per fetch on success.
+        // SAFETY: the session and every port's and target's graph are live; the feed, value,
+        // fetch, result and target arrays have the lengths passed and outlive the call; TF only
+        // reads the input tensors (it takes its own references) and writes one new tensor per
+        // fetch on success.
         unsafe {
             sys::TF_SessionRun(
                 self.raw.as_ptr(),
@@ -198,8 +217,8 @@ impl Session {
                 fetches.as_ptr(),
                 results.as_mut_ptr(),
                 noutputs,
-                ptr::null(),
-                0,
+                targets.as_ptr(),
+                ntargets,
                 ptr::null_mut(),
                 status.raw(),
             );
