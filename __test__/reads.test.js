@@ -115,6 +115,38 @@ test('large reads share TF\'s buffer; small ones, and reads past the budget, are
   base.dispose();
 });
 
+test('large outputs of background work are read as views too, sync and async, unless a later ' +
+     'job takes them', async () => {
+  // Graph replays are executor jobs (src/executor.rs); their outputs move to the tensors that
+  // hold them, so a read shares TF's buffer as for an eager op. Values by hand: a = 1..n.
+  const n = 1 << 16;
+  const a = tf.range(1, n + 1);
+  const three = tf.node.function((x) => [tf.add(x, 1), tf.mul(x, 2), tf.sub(x, 3)]);
+  tf.dispose(three(a));
+  tf.dispose(three(a));
+  let before = binding.stats();
+  const [p, q, r] = three(a);
+  assert.ok(binding.stats().backgroundRuns > before.backgroundRuns, 'a job');
+  assert.deepEqual([p.dataSync()[n - 1], q.dataSync()[n - 1], (await r.data())[n - 1]],
+                   [n + 1, 2 * n, n - 3]);
+  let after = binding.stats();
+  assert.equal(after.sharedReads - before.sharedReads, 3);
+  assert.equal(after.copiedReads - before.copiedReads, 0);
+  // An output a later job takes stays with its job until that job has run (a read before then
+  // copies it: the job's own handle must not see JS write into it); then it is the tensor's.
+  const addOne = tf.node.function((x) => tf.add(x, 1));
+  tf.dispose(addOne(addOne(a)));
+  tf.dispose(addOne(addOne(a)));
+  before = binding.stats();
+  const once = addOne(a);
+  const twice = addOne(once);
+  assert.equal(twice.dataSync()[0], 3);
+  assert.equal(once.dataSync()[0], 2);
+  after = binding.stats();
+  assert.equal(after.sharedReads - before.sharedReads, 2);
+  tf.dispose([a, p, q, r, once, twice]);
+});
+
 test('views V8 has collected give their buffer back at once, without the event loop',
      {skip: typeof ArrayBuffer.prototype.transfer === 'function' &&
          'ArrayBuffer.prototype.transfer can move a view\'s memory: views wait for finalizers'},

@@ -36,7 +36,7 @@ use crate::tf::status::Status;
 /// A tensor a job takes: one that exists, or an output of an earlier job.
 pub enum Input {
     Ready(TensorHandle),
-    Pending { job: Arc<Job>, output: usize },
+    Pending(Claim),
 }
 
 impl Input {
@@ -44,8 +44,28 @@ impl Input {
     pub fn resolve(&self, status: &Status) -> Result<TensorHandle> {
         match self {
             Input::Ready(handle) => handle.share(status),
-            Input::Pending { job, output } => job.output(*output, status),
+            Input::Pending(claim) => claim.job.output(claim.output, status),
         }
+    }
+}
+
+/// A later job's claim on output `output` of `job`: while one is held, the output stays with
+/// the job, and the tensor settled from it shares it (`Job::take_output`).
+pub struct Claim {
+    job: Arc<Job>,
+    output: usize,
+}
+
+impl Claim {
+    pub fn new(job: Arc<Job>, output: usize) -> Claim {
+        job.count_claim(output, true);
+        Claim { job, output }
+    }
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        self.job.count_claim(self.output, false);
     }
 }
 
@@ -90,7 +110,8 @@ thread_local! {
 enum JobState {
     Queued(Work),
     Running,
-    Done(Outputs),
+    /// The outputs; `None` for one taken by the tensor settled from it.
+    Done(Result<Vec<Option<TensorHandle>>>),
 }
 
 pub struct Job {
@@ -100,6 +121,19 @@ pub struct Job {
     finished: Condvar,
     /// Told when the job is done, wherever it ran.
     completions: Arc<Completions>,
+    /// Per output, the `Claim`s held on it.
+    claims: Mutex<Vec<usize>>,
+}
+
+/// Output `output` of a finished job's `outputs`, still there.
+fn output_of(outputs: &[Option<TensorHandle>], output: usize) -> Result<&TensorHandle> {
+    match outputs.get(output) {
+        Some(Some(handle)) => Ok(handle),
+        Some(None) => Err(Error::Invalid(format!(
+            "output {output} of the job was taken by its tensor"
+        ))),
+        None => Err(Error::Invalid(format!("the job has no output {output}"))),
+    }
 }
 
 impl Job {
@@ -123,7 +157,7 @@ impl Job {
                 }
             }
         };
-        let result = (work.run)(status);
+        let result = (work.run)(status).map(|outputs| outputs.into_iter().map(Some).collect());
         *self.lock() = JobState::Done(result);
         self.finished.notify_all();
         self.completions.job_done();
@@ -132,18 +166,31 @@ impl Job {
     /// A new handle to output `output`, running the job here first when no thread has started
     /// it, else waiting for it. The job's error when it failed.
     pub fn output(&self, output: usize, status: &Status) -> Result<TensorHandle> {
+        self.finished(status, |outputs| output_of(outputs, output)?.share(status))
+    }
+
+    /// Output `output` for the one tensor that holds it, as `output` gives it. The job hands it
+    /// over unless a later job claims it, so that the tensor alone holds its buffer and a read
+    /// of it is a view, not a copy (`sharing::read_typed_array`).
+    pub fn take_output(&self, output: usize, status: &Status) -> Result<TensorHandle> {
+        let claimed = self.claims_on(output) > 0;
         self.finished(status, |outputs| {
-            outputs
-                .get(output)
-                .ok_or_else(|| Error::Invalid(format!("the job has no output {output}")))?
-                .share(status)
+            if claimed {
+                return output_of(outputs, output)?.share(status);
+            }
+            output_of(outputs, output)?;
+            outputs[output]
+                .take()
+                .ok_or_else(|| Error::Invalid(format!("output {output} was taken")))
         })
     }
 
     /// New handles to all outputs, as `output` gives one.
     pub fn outputs(&self, status: &Status) -> Result<Vec<TensorHandle>> {
         self.finished(status, |outputs| {
-            outputs.iter().map(|handle| handle.share(status)).collect()
+            (0..outputs.len())
+                .map(|k| output_of(outputs, k)?.share(status))
+                .collect()
         })
     }
 
@@ -151,18 +198,35 @@ impl Job {
     fn finished<T>(
         &self,
         status: &Status,
-        take: impl FnOnce(&[TensorHandle]) -> Result<T>,
+        take: impl FnOnce(&mut [Option<TensorHandle>]) -> Result<T>,
     ) -> Result<T> {
         self.run_if_queued(status);
-        let state = self
+        let mut state = self
             .finished
             .wait_while(self.lock(), |state| !matches!(state, JobState::Done(_)))
             .unwrap_or_else(|p| p.into_inner());
-        match &*state {
+        match &mut *state {
             JobState::Done(Ok(outputs)) => take(outputs),
             JobState::Done(Err(err)) => Err(err.clone()),
             _ => Err(Error::Invalid("the job did not finish".into())),
         }
+    }
+
+    fn claims_on(&self, output: usize) -> usize {
+        let claims = self.claims.lock().unwrap_or_else(|p| p.into_inner());
+        claims.get(output).copied().unwrap_or(0)
+    }
+
+    fn count_claim(&self, output: usize, added: bool) {
+        let mut claims = self.claims.lock().unwrap_or_else(|p| p.into_inner());
+        if claims.len() <= output {
+            claims.resize(output + 1, 0);
+        }
+        claims[output] = if added {
+            claims[output] + 1
+        } else {
+            claims[output].saturating_sub(1)
+        };
     }
 
     fn is_queued(&self) -> bool {
@@ -283,6 +347,7 @@ impl Executor {
             state: Mutex::new(JobState::Queued(work)),
             finished: Condvar::new(),
             completions: self.completions.clone(),
+            claims: Mutex::default(),
         });
         let Shared { queue, changed, .. } = &*self.queue;
         let waiting = {

@@ -5,7 +5,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::executor::{Input, Job};
+use crate::executor::{Claim, Input, Job};
 use crate::graphs::compiled::OutputSpec;
 use crate::tf::handle::TensorHandle;
 use crate::tf::status::Status;
@@ -134,7 +134,7 @@ impl TensorTable {
             return Ok(());
         };
         if let Slot::Pending { job, output, .. } = &entry.slot {
-            entry.slot = Slot::Ready(job.output(*output, status)?);
+            entry.slot = Slot::Ready(job.take_output(*output, status)?);
         }
         Ok(())
     }
@@ -150,7 +150,7 @@ impl TensorTable {
     pub fn settle_all_pending(&mut self, status: &Status) -> Result<()> {
         for entry in self.entries.values_mut() {
             if let Slot::Pending { job, output, .. } = &entry.slot {
-                entry.slot = Slot::Ready(job.output(*output, status)?);
+                entry.slot = Slot::Ready(job.take_output(*output, status)?);
             }
         }
         Ok(())
@@ -168,10 +168,9 @@ impl TensorTable {
     pub fn job_input(&self, id: u64, status: &Status) -> Result<Input> {
         match &self.get(id)?.slot {
             Slot::Ready(handle) => Ok(Input::Ready(handle.share(status)?)),
-            Slot::Pending { job, output, .. } => Ok(Input::Pending {
-                job: job.clone(),
-                output: *output,
-            }),
+            Slot::Pending { job, output, .. } => {
+                Ok(Input::Pending(Claim::new(job.clone(), *output)))
+            }
             Slot::Deferred | Slot::Reserved => Err(not_computed()),
         }
     }
