@@ -262,7 +262,7 @@ test('the kernel set-up at start (src/tf/warm_up.rs) changes no product and is n
 test('the graph passes\' set-up at start (src/tf/warm_up.rs) changes no value, logs no error ' +
      'and ends cleanly wherever the program stops it', () => {
   // A fresh process trains right after require: its first graph runs meet the set-up in
-  // progress, or paused while the program computes. Its values are the cpu backend's.
+  // progress, or stopped by the program's first op. Its values are the cpu backend's.
   const train = `
     const tf = require('.');
     async function train(backend) {

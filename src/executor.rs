@@ -21,10 +21,9 @@
 
 use std::cell::Cell;
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::graphs::compiled::CompiledGraph;
@@ -241,28 +240,25 @@ impl Job {
 /// Work that computes no tensor and that nothing waits for (`Executor::set_up`).
 type SetUp = Box<dyn FnOnce(&Status) + Send>;
 
-/// A set-up starts only once the program has called no op and queued no job for this long:
-/// while it computes (its first, eager calls; a training loop; a server under load), set-ups
-/// wait, so that no job waits behind one and none takes a core from the program's ops.
-const SET_UP_QUIET: Duration = Duration::from_millis(5);
-
-/// The jobs not started yet, in order, and the set-ups, which run when no job waits.
+/// The jobs not started yet, in order, and the set-ups, which run when no job waits and only
+/// until the program starts its work.
 #[derive(Default)]
 struct Queue {
     jobs: VecDeque<Arc<Job>>,
     set_ups: VecDeque<SetUp>,
     stopping: bool,
-    /// The thread is running a job.
+    /// The thread is running a job or a set-up.
     running: bool,
 }
 
 /// The queue, the condvar that wakes the thread for it (and `wait_idle` when a job is done), and
-/// a count of the program's TF work (op calls and jobs), which set-ups wait to see still.
+/// whether the program has called an op or queued a job: from then on, set-ups not started are
+/// dropped, so that none takes a core from the program's work or holds up a job.
 #[derive(Default)]
 struct Shared {
     queue: Mutex<Queue>,
     changed: Condvar,
-    activity: AtomicU64,
+    working: AtomicBool,
 }
 
 /// The env's executor: its queue, its thread (started with the first job) and the promises
@@ -306,9 +302,9 @@ impl Executor {
 
     /// Queues `set_up`, work that computes no tensor and that nothing waits for
     /// (`tf::warm_up`'s one-time set-ups), so none of `stats()`'s background runs. Only the
-    /// executor thread runs it, when no job is queued and none was for `SET_UP_QUIET`: a job
-    /// queued meanwhile waits at most for the set-up in progress. Set-ups not started by
-    /// `wait_idle` or `shut_down` are dropped.
+    /// executor thread runs it, while the program has not started its work (`note_work`): the
+    /// first job waits at most for the set-up in progress. Set-ups not started by then, or by
+    /// `wait_idle` or `shut_down`, are dropped.
     pub fn set_up(&mut self, set_up: impl FnOnce(&Status) + Send + 'static) -> Result<()> {
         self.start_thread()?;
         let Shared { queue, changed, .. } = &*self.queue;
@@ -333,14 +329,17 @@ impl Executor {
         Ok(())
     }
 
-    /// The program calls an op (`set_up` waits for a still moment).
-    pub fn note_activity(&self) {
-        self.queue.activity.fetch_add(1, Ordering::Relaxed);
+    /// The program calls an op: set-ups not started yet are dropped (`set_up`).
+    pub fn note_work(&self) {
+        let working = &self.queue.working;
+        if !working.load(Ordering::Relaxed) {
+            working.store(true, Ordering::Relaxed);
+        }
     }
 
     fn queue(&mut self, work: Work) -> Result<Arc<Job>> {
         self.start_thread()?;
-        self.note_activity();
+        self.note_work();
         let on_executor = work.on_executor;
         let job = Arc::new(Job {
             on_executor,
@@ -452,39 +451,28 @@ fn work_through(shared: &Shared) {
     let Shared {
         queue,
         changed,
-        activity,
+        working,
     } = shared;
     let lock = || queue.lock().unwrap_or_else(|p| p.into_inner());
-    let mut still = Stillness::default();
     loop {
         let (job, set_up) = {
             let mut guard = lock();
-            // Woken only to look at the set-ups: a lone job stays for its reader (`queue`).
-            let mut by_timer = false;
             loop {
                 if guard.stopping {
                     return;
                 }
-                if !by_timer {
-                    if let Some(job) = guard.jobs.pop_front() {
-                        guard.running = true;
-                        break (Some(job), None);
-                    }
-                }
-                if guard.set_ups.is_empty() {
-                    guard = changed.wait(guard).unwrap_or_else(|p| p.into_inner());
-                    by_timer = false;
-                    continue;
-                }
-                let Some(left) = still.left(activity) else {
+                if let Some(job) = guard.jobs.pop_front() {
                     guard.running = true;
-                    break (None, guard.set_ups.pop_front());
-                };
-                let (woken, waited) = changed
-                    .wait_timeout(guard, left)
-                    .unwrap_or_else(|p| p.into_inner());
-                guard = woken;
-                by_timer = waited.timed_out();
+                    break (Some(job), None);
+                }
+                if working.load(Ordering::Relaxed) {
+                    guard.set_ups.clear();
+                }
+                if let Some(set_up) = guard.set_ups.pop_front() {
+                    guard.running = true;
+                    break (None, Some(set_up));
+                }
+                guard = changed.wait(guard).unwrap_or_else(|p| p.into_inner());
             }
         };
         if let Some(job) = job {
@@ -495,29 +483,6 @@ fn work_through(shared: &Shared) {
         }
         lock().running = false;
         changed.notify_all();
-    }
-}
-
-/// How long the program's activity count has stayed the same, as the executor thread saw it.
-#[derive(Default)]
-struct Stillness {
-    count: u64,
-    /// When the count was last seen to change; `None`: never (no op called yet).
-    since: Option<Instant>,
-}
-
-impl Stillness {
-    /// `None` when the count has not changed for `SET_UP_QUIET`, else how long is left.
-    fn left(&mut self, activity: &AtomicU64) -> Option<Duration> {
-        let count = activity.load(Ordering::Relaxed);
-        if count != self.count {
-            self.count = count;
-            self.since = Some(Instant::now());
-        }
-        let still = self.since?.elapsed();
-        SET_UP_QUIET
-            .checked_sub(still)
-            .filter(|left| !left.is_zero())
     }
 }
 

@@ -136,7 +136,7 @@ pub fn run_prepared(
     room: i64,
     io: &mut [f64],
 ) -> Result<u32> {
-    state.executor.note_activity();
+    state.executor.note_work();
     // Only graph nodes may be queued or deferred; they alone need to know.
     let pending =
         plans[plan as usize].node.is_some() && ids.iter().any(|&id| state.tensors.is_pending(id));

@@ -1,7 +1,7 @@
 //! One-time set-ups of TF that the executor thread does as the package loads (`startRuntime`,
 //! before tfjs's JS loads, on a core the loading leaves idle), before a call needs them. Each is
-//! an executor set-up (`Executor::set_up`): it starts only while the program computes nothing,
-//! and a job waits at most for the one in progress.
+//! an executor set-up (`Executor::set_up`): it starts only until the program's first op, and
+//! the first job waits at most for the one in progress.
 //!
 //! - **Small products.** They run as `SparseMatMul` (Eigen's contraction; see
 //!   `EIGEN_MATMUL_MAX_WORK` in js/kernels/families/linalg.js), whose first run in a process
@@ -19,11 +19,12 @@
 //!   `Switch`): the pass sees them all. Measured (single processes, alternating with the code
 //!   before): the first graph run of dense-large's training step 40 -> 26 ms, an LSTM's 57 ->
 //!   33, convolutional-32filters' 70 -> 43, dense-tiny's 17 -> 2.5; first calls unchanged.
-//!   It is done in parts of a few node types, most common first, so that a program that
-//!   starts computing before the end (about 60 of the 108 node types are set up by the time
-//!   `require` returns) leaves the rest for its pauses. Handing the executor thread each op
-//!   a program runs, as the program first runs it, instead cost the first call 5-20%: that
-//!   work then competed with the call for the cores.
+//!   It is done in parts of a few node types, most common first, as long as the program has
+//!   called no op (about 60 of the 108 node types are set up by the time `require` returns);
+//!   set-ups that ran later, in the program's pauses, held up the jobs that came during one
+//!   (dense-tiny's 0.2 ms predicts by up to 3 ms in a full benchmark run). Handing the executor
+//!   thread each op a program runs, as the program first runs it, instead cost the first call
+//!   5-20%: that work then competed with the call for the cores.
 
 use std::ffi::{CStr, CString};
 
@@ -53,8 +54,8 @@ pub fn set_up_small_products(status: &Status) -> Result<()> {
     Ok(())
 }
 
-/// `MODEL_NODE_TYPES` are set up in parts of this many (2-3 ms each), so that a job queued
-/// meanwhile, which goes first, waits at most for one part.
+/// `MODEL_NODE_TYPES` are set up in parts of this many (2-3 ms each), so that the program's
+/// first op stops the set-up within one part.
 const NODE_TYPES_PER_PART: usize = 2;
 
 /// How many parts `set_up_graph_passes` takes.
