@@ -5,14 +5,14 @@
 //! compiled before it (240 runs of 36 ops: 6 ms for the first, 240 ms for the last).
 
 use std::collections::HashSet;
-use std::ffi::{CStr, CString};
+use std::ffi::CStr;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::nodes;
 use crate::error::{Error, Result};
 use crate::ops::PreparedOp;
 use crate::tf::dtype::{index_of_tf_code, DType, DTYPES};
-use crate::tf::graph::NodeOutput;
+use crate::tf::graph::{node_name, NodeOutput};
 use crate::tf::handle::TensorHandle;
 use crate::tf::session::Session;
 use crate::tf::status::Status;
@@ -307,8 +307,4 @@ impl CompiledGraph {
     pub fn has_run(&self) -> bool {
         self.ran.load(Ordering::Acquire)
     }
-}
-
-fn node_name(kind: &str, index: usize) -> Result<CString> {
-    CString::new(format!("{kind}{index}")).map_err(|e| Error::Invalid(e.to_string()))
 }

@@ -1,7 +1,7 @@
 //! `TF_Graph`: built node by node, for the runs of ops `crate::ops::deferred` executes in one session
 //! call, and as the graph a SavedModel loads into.
 
-use std::ffi::CStr;
+use std::ffi::{CStr, CString};
 use std::os::raw::c_int;
 use std::ptr::NonNull;
 
@@ -45,6 +45,11 @@ impl NodeOutput {
 pub struct NodeBuilder<'g> {
     raw: NonNull<sys::TF_OperationDescription>,
     _graph: &'g Graph,
+}
+
+/// The name `{kind}{index}` for a node of a graph built here (unique per kind and index).
+pub fn node_name(kind: &str, index: usize) -> Result<CString> {
+    CString::new(format!("{kind}{index}")).map_err(|e| Error::Invalid(e.to_string()))
 }
 
 impl Graph {

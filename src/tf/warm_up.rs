@@ -26,10 +26,10 @@
 //!   thread each op a program runs, as the program first runs it, instead cost the first call
 //!   5-20%: that work then competed with the call for the cores.
 
-use std::ffi::{CStr, CString};
+use std::ffi::CStr;
 
 use super::dtype::DType;
-use super::graph::{Graph, NodeOutput};
+use super::graph::{node_name, Graph, NodeOutput};
 use super::session::Session;
 use super::status::Status;
 use super::tensor::Tensor;
@@ -315,7 +315,7 @@ impl NodeType {
         branches: &mut Branches,
         status: &Status,
     ) -> Result<NodeOutput> {
-        let name = CString::new(format!("node{k}")).map_err(|e| Error::Invalid(e.to_string()))?;
+        let name = node_name("node", k)?;
         let mut inputs = Vec::with_capacity(self.args.len());
         for arg in self.args {
             let (n, dtype) = match *arg {
@@ -380,15 +380,11 @@ impl Branches {
             return Ok(output);
         }
         let dtype = of.dtype()?;
-        let name = |what: &str| {
-            CString::new(format!("{what}_{}", dtype.name))
-                .map_err(|e| Error::Invalid(e.to_string()))
-        };
-        let mut input = graph.node(c"Placeholder", &name("input")?)?;
+        let mut input = graph.node(c"Placeholder", &node_name("input", slot)?)?;
         input.set_type(c"dtype", dtype.tf);
         input.set_shape(c"shape", None);
         let input = input.finish(status)?;
-        let mut switch = graph.node(c"Switch", &name("switch")?)?;
+        let mut switch = graph.node(c"Switch", &node_name("switch", slot)?)?;
         switch.add_input(input);
         switch.add_input(self.predicate);
         let switch = switch.finish(status)?;
