@@ -316,6 +316,11 @@ export interface Stats {
   graphRuns: number
   /** Whole calls compiled into graphs (`compileCall`) and alive. */
   callGraphs: number
+  /**
+   * Nodes of the call graphs compiled so far that run several recorded ops as one
+   * (`graphs::fusions`).
+   */
+  fusedNodes: number
   /** Graph runs queued on the executor thread (`crate::executor`). */
   backgroundRuns: number
 }

@@ -152,6 +152,55 @@ test('a ReLU capped at 6 (Relu, then ClipByValue) runs as Relu6 in graphs, as ea
        }
      });
 
+
+test('a convolution, its inference batch norm and its ReLU are one fused node in graphs, as ' +
+     'eager and cpu', async () => {
+  // Conv2D -> FusedBatchNormV3 (-> Relu or Relu6) builds as one _FusedConv2D (graphs::fusions);
+  // a convolution whose output something else takes too stays as it ran.
+  const bn = (seed) => tf.layers.batchNormalization({
+    gammaInitializer: tf.initializers.randomUniform({minval: 0.5, maxval: 1.5, seed}),
+    betaInitializer: tf.initializers.randomNormal({seed: seed + 1}),
+    movingMeanInitializer: tf.initializers.randomNormal({seed: seed + 2}),
+    movingVarianceInitializer: tf.initializers.randomUniform({minval: 0.5, maxval: 2, seed}),
+  });
+  const conv = (filters, seed) => tf.layers.conv2d({filters, kernelSize: 3, padding: 'same',
+                                                    useBias: false, kernelInitializer: init(seed)});
+  const build = () => {
+    const input = tf.input({shape: [6, 6, 3]});
+    const a = tf.layers.reLU({maxValue: 6}).apply(bn(10).apply(conv(8, 1).apply(input)));
+    const b = tf.layers.activation({activation: 'relu'}).apply(bn(20).apply(conv(8, 2).apply(a)));
+    const c = bn(30).apply(conv(4, 3).apply(b));
+    // Not fused: the convolution's output is taken by the batch norm and by the sum.
+    const taken = conv(4, 4).apply(c);
+    const d = tf.layers.add().apply([bn(40).apply(taken), taken]);
+    return tf.model({inputs: input, outputs: tf.layers.flatten().apply(d)});
+  };
+  const fused = () => binding.stats().fusedNodes;
+  const compiled = () => tf.node.callGraphStats().compiled;
+  let counts = null;
+  const run = async () => {
+    const m = build();
+    const x = tf.tensor4d(Array.from({length: 2 * 6 * 6 * 3}, (_, i) => 3 * Math.sin(i * 0.7)),
+                          [2, 6, 6, 3]);
+    const [fusedBefore, compiledBefore] = [fused(), compiled()];
+    const out = [];
+    for (let i = 0; i < 3; i++) {
+      const y = m.predict(x);
+      out.push(...y.dataSync());
+      y.dispose();
+    }
+    // graphsAsEagerAndCpu runs with graphs first.
+    counts ??= [fused() - fusedBefore, compiled() - compiledBefore];
+    m.dispose();
+    x.dispose();
+    return out;
+  };
+  const values = await graphsAsEagerAndCpu(run);
+  assert.ok(values.some((v) => v < 0) && values.some((v) => v > 0), 'the last sum is signed');
+  const [fusedNodes, graphs] = counts;
+  assert.ok(graphs >= 1, 'compiled');
+  assert.strictEqual(fusedNodes, 3 * graphs, 'three fused convolutions per graph');
+});
 test('replayed calls leave the tensor counts of eager calls', async () => {
   const counts = async () => {
     const m = convnet();

@@ -73,6 +73,9 @@ pub struct Stats {
     pub graph_runs: f64,
     /// Whole calls compiled into graphs (`compileCall`) and alive.
     pub call_graphs: u32,
+    /// Nodes of the call graphs compiled so far that run several recorded ops as one
+    /// (`graphs::fusions`).
+    pub fused_nodes: f64,
     /// Graph runs queued on the executor thread (`crate::executor`).
     pub background_runs: f64,
 }
@@ -95,6 +98,7 @@ pub fn stats(env: Env) -> napi::Result<Stats> {
             compiled_runs: state.run.tracer.counters.compiled_runs as f64,
             graph_runs: state.run.tracer.counters.graph_runs as f64,
             call_graphs: state.run.calls.len() as u32,
+            fused_nodes: state.run.calls.fused_nodes as f64,
             background_runs: state.run.executor.jobs_made as f64,
         })
     })

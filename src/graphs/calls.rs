@@ -7,10 +7,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::compiled::{small_integers, CompiledGraph, Feed, NodeOp, OutputSpec, Ref};
+use super::fusions;
 use crate::error::{Error, Result};
 use crate::executor::{Input, Job, Work};
 use crate::ops::PreparedOp;
-use crate::tf::dtype::DTYPES;
 use crate::tf::handle::TensorHandle;
 use crate::tf::status::Status;
 
@@ -36,6 +36,8 @@ pub struct CallGraph {
     /// A run queued to set the session up before the call needs it (`warm_up`), which a run
     /// on the JS thread waits for: two first runs at once would each set the session up.
     warming: Option<Arc<Job>>,
+    /// Nodes built as one op of several recorded ones (`fusions`).
+    fused_nodes: usize,
 }
 
 impl CallGraph {
@@ -78,10 +80,11 @@ impl CallGraph {
             fails_on_values |= prepared.node.is_some_and(|kind| kind.fails_on_values);
             steps.push(Some(NodeOp::new(prepared, op.inputs.clone())));
         }
-        fuse_clipped_relu(&mut steps, fed.len(), &fixed, status)?;
         for &fetch in fetches {
             check_ref(fetch, ops.len(), feeds.len())?;
         }
+        let handles = fusions::Feeds { fed, fixed: &fixed };
+        let fused_nodes = fusions::fuse(&mut steps, fetches, &handles, status)?;
         let graph = CompiledGraph::build(&feeds, steps.into_iter(), fetches, status)?;
         let runs_in_background = !fails_on_values && graph.static_outputs().is_some();
         let fixed = fixed
@@ -94,6 +97,7 @@ impl CallGraph {
             fixed,
             runs_in_background,
             warming: None,
+            fused_nodes,
         })
     }
 
@@ -163,57 +167,6 @@ impl CallGraph {
     }
 }
 
-/// ClipByValue(Relu(x), 0, 6) is Relu6(x), in one pass over the data instead of two: tfjs-layers'
-/// `reLU({maxValue: 6})` (MobileNets) runs the two ops; in a predict of a MobileNet they took 20
-/// of 45 ms. Each such clip is built as Relu6 on the Relu's input, with the Relu's attrs; the
-/// Relu is left to what else takes it (TF prunes a node nothing needs). `fed` feeds come
-/// before the `fixed` ones, whose values the bounds must be.
-fn fuse_clipped_relu(
-    steps: &mut [Option<NodeOp<'_>>],
-    fed: usize,
-    fixed: &[TensorHandle],
-    status: &Status,
-) -> Result<()> {
-    let scalar_of = |input: Ref| -> Result<Option<f64>> {
-        let Ref::Feed(k) = input else { return Ok(None) };
-        let Some(handle) = (k as usize).checked_sub(fed).and_then(|k| fixed.get(k)) else {
-            return Ok(None);
-        };
-        let spec = OutputSpec::of(handle, status)?;
-        if !spec.dims.is_empty() {
-            return Ok(None);
-        }
-        let values = handle.resolve(status)?.floats(DTYPES[spec.dtype]);
-        Ok(values.and_then(|v| v.first().copied()))
-    };
-    for i in 0..steps.len() {
-        let Some(clip) = &steps[i] else { continue };
-        if clip.prepared.name.as_c_str() != c"ClipByValue" || clip.inputs.len() != 3 {
-            continue;
-        }
-        let Ref::Node { index, output: 0 } = clip.inputs[0] else {
-            continue;
-        };
-        let Some(Some(relu)) = steps.get(index as usize) else {
-            continue;
-        };
-        // The clip takes the Relu's output: the same dtype, so the Relu's attrs fit Relu6.
-        if relu.prepared.name.as_c_str() != c"Relu" {
-            continue;
-        }
-        if scalar_of(clip.inputs[1])? != Some(0.0) || scalar_of(clip.inputs[2])? != Some(6.0) {
-            continue;
-        }
-        let fused = NodeOp {
-            prepared: relu.prepared,
-            inputs: relu.inputs.clone(),
-            built_as: Some(c"Relu6"),
-        };
-        steps[i] = Some(fused);
-    }
-    Ok(())
-}
-
 /// A ref of a node at position `at` (or of a fetch, at the end) must point back.
 fn check_ref(input: Ref, at: usize, feeds: usize) -> Result<()> {
     let ok = match input {
@@ -233,6 +186,8 @@ fn unknown_call(id: u32) -> Error {
 pub struct CallGraphs {
     graphs: HashMap<u32, CallGraph>,
     next_id: u32,
+    /// Fused nodes of the graphs inserted so far (`fusions`).
+    pub fused_nodes: u64,
 }
 
 impl CallGraphs {
@@ -243,6 +198,7 @@ impl CallGraphs {
             )));
         }
         self.next_id = self.next_id.wrapping_add(1);
+        self.fused_nodes += graph.fused_nodes as u64;
         self.graphs.insert(self.next_id, graph);
         Ok(self.next_id)
     }

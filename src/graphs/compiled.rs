@@ -26,12 +26,26 @@ pub enum Ref {
     Node { index: u32, output: u32 },
 }
 
-/// A node to build: the op, and where its flat inputs come from.
+/// A node to build: the op, where its flat inputs come from, and what it is built as.
 pub struct NodeOp<'a> {
     pub prepared: &'a PreparedOp,
     pub inputs: Vec<Ref>,
-    /// Another op of the same inputs and attrs to build instead (`calls::fuse_clipped_relu`).
-    pub built_as: Option<&'static CStr>,
+    pub built: Built,
+}
+
+/// What node a prepared op is built as (see `fusions`).
+#[derive(Clone, PartialEq, Debug)]
+pub enum Built {
+    /// The op as it ran.
+    AsRecorded,
+    /// Another op of the same inputs and attrs.
+    Renamed(&'static CStr),
+    /// `_FusedConv2D` of a recorded Conv2D: the convolution's inputs and attrs, then the
+    /// arguments of `fused_ops` (the rest of the inputs, as one list), with `epsilon`.
+    FusedConv2D {
+        fused_ops: Vec<&'static str>,
+        epsilon: f32,
+    },
 }
 
 impl<'a> NodeOp<'a> {
@@ -39,7 +53,16 @@ impl<'a> NodeOp<'a> {
         NodeOp {
             prepared,
             inputs,
-            built_as: None,
+            built: Built::AsRecorded,
+        }
+    }
+
+    /// The TF op the node is.
+    pub fn op_name(&self) -> &CStr {
+        match &self.built {
+            Built::AsRecorded => &self.prepared.name,
+            Built::Renamed(name) => name,
+            Built::FusedConv2D { .. } => c"_FusedConv2D",
         }
     }
 }
@@ -196,14 +219,7 @@ impl CompiledGraph {
                 }
                 inputs.push(output);
             }
-            let node = nodes::add_node(
-                graph,
-                step.prepared,
-                step.built_as,
-                &node_name("n", index)?,
-                &inputs,
-                status,
-            )?;
+            let node = nodes::add_node(graph, &step, &node_name("n", index)?, &inputs, status)?;
             built.push(Some(node));
         }
         used.extend(fetches.iter().copied());

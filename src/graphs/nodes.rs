@@ -2,11 +2,12 @@
 
 use std::ffi::CStr;
 
+use super::compiled::{Built, NodeOp};
 use crate::error::{Error, Result};
 use crate::ops::attrs;
-use crate::ops::PreparedOp;
 use crate::tf::graph::{Graph, NodeOutput};
 use crate::tf::status::Status;
+use tensorflow_sys as sys;
 
 /// Pure ops: deterministic, their output shapes fixed by their input shapes, attrs and small
 /// integer inputs, and failing only on those (so `ops::deferred` may defer them).
@@ -293,17 +294,17 @@ pub fn takes_computed_integers(name: &CStr, input: usize, count: usize) -> bool 
         || (name == "ConcatV2" && input + 1 < count)
 }
 
-/// Adds prepared op `prepared` (or op `built_as`, of the same inputs and attrs) as node
-/// `node_name` on `inputs` (flat, as the op runs eagerly), grouped into the arguments of its
+/// Adds `step` (its prepared op, built as `step.built`) as node `node_name` on `inputs` (flat,
+/// as the op runs eagerly, then any fused ops' arguments), grouped into the arguments of its
 /// definition: one input each, or one list.
 pub fn add_node(
     graph: &Graph,
-    prepared: &PreparedOp,
-    built_as: Option<&CStr>,
+    step: &NodeOp<'_>,
     node_name: &CStr,
     inputs: &[NodeOutput],
     status: &Status,
 ) -> Result<NodeOutput> {
+    let prepared = step.prepared;
     let label = || prepared.name.to_string_lossy();
     if prepared.node.is_none() {
         return Err(Error::Invalid(format!(
@@ -313,14 +314,17 @@ pub fn add_node(
     }
     let args = prepared.signature.input_args();
     let flat: usize = args.iter().map(|&(length, _)| length).sum();
-    if flat != inputs.len() {
+    // A fused convolution takes its fused ops' arguments after the convolution's own inputs.
+    let fused_args = inputs.len().saturating_sub(flat);
+    let fused = matches!(step.built, Built::FusedConv2D { .. });
+    if inputs.len() < flat || fused != (fused_args > 0) {
         return Err(Error::Invalid(format!(
             "{} takes {flat} inputs, got {}",
             label(),
             inputs.len()
         )));
     }
-    let mut node = graph.node(built_as.unwrap_or(&prepared.name), node_name)?;
+    let mut node = graph.node(step.op_name(), node_name)?;
     let mut at = 0;
     for &(length, list) in args {
         let group = &inputs[at..at + length];
@@ -330,6 +334,16 @@ pub fn add_node(
             group.iter().for_each(|&input| node.add_input(input));
         }
         at += length;
+    }
+    if let Built::FusedConv2D { fused_ops, epsilon } = &step.built {
+        node.add_input_list(&inputs[at..]);
+        // `host_args`: none (quantized convolutions' scales).
+        node.add_input_list(&[]);
+        node.set_int(c"num_args", fused_args as i64);
+        node.set_type_list(c"TArgs", &vec![sys::TF_FLOAT; fused_args]);
+        let names: Vec<&[u8]> = fused_ops.iter().map(|op| op.as_bytes()).collect();
+        node.set_string_list(c"fused_ops", &names);
+        node.set_float(c"epsilon", *epsilon);
     }
     // The node is finished even when an attr fails, so its description is not leaked.
     let applied = attrs::apply_to_node(&mut node, &prepared.attrs);
