@@ -72,10 +72,14 @@ export declare class TfServer {
  */
 export declare function alloc(dtype: NumericDType, length: number): TypedArray
 
-/** An op the call ran: its prepared op (`prepareOp`) and its inputs. */
+/**
+ * An op the call ran: its prepared op (`prepareOp`), its inputs, and the shapes its outputs
+ * had (without them, no chain of element-wise ops is fused: see `graphs::fusions`).
+ */
 export interface CallOp {
   op: number
   inputs: Array<CallRef>
+  shapes?: Array<Array<number>>
 }
 
 /**

@@ -201,6 +201,49 @@ test('a convolution, its inference batch norm and its ReLU are one fused node in
   assert.ok(graphs >= 1, 'compiled');
   assert.strictEqual(fusedNodes, 3 * graphs, 'three fused convolutions per graph');
 });
+test('a chain of element-wise ops runs as one fused node with the bits of its ops', async () => {
+  // graphs::fusions builds chains of element-wise float ops as one TfjsNodeRs>Elementwise node
+  // (kernels::elementwise), which must give exactly what TF's kernels give: NaNs, infinities,
+  // signed zeros and denormals (flushed, as TF's threads flush them) included. 70000 elements:
+  // the kernel splits them across threads, each in the caller's float mode.
+  const n = 70000;
+  const special = [NaN, -0, 0, Infinity, -Infinity, 1e-40, -1e-40, 3e38, -2];
+  const values = (seed) => Float32Array.from({length: n}, (_, i) =>
+    i % 97 < special.length ? special[i % 97] : 10 * Math.sin(seed * i + 1));
+  const a = tf.tensor1d(values(0.37));
+  const b = tf.tensor1d(values(0.91));
+  const chain = (x, y) => {
+    const m = tf.maximum(x.mul(2).sub(y), tf.minimum(y, x));
+    const r = x.square().add(1).sqrt().div(y.neg()).relu();
+    return {first: m.add(r), second: r.mul(tf.scalar(0.5)).sub(m.div(y))};
+  };
+  const f = tf.node.function(chain);
+  const fused = () => binding.stats().fusedNodes;
+  const before = fused();
+  for (let i = 0; i < 3; i++) {
+    // The function's graph, and the ops run one by one as TF's eager kernels (not deferred
+    // into a graph: TF's kernels flush denormals on its pool's threads and eagerly, but not
+    // on the thread that runs a graph).
+    const got = f(a, b);
+    binding.pauseDeferring(true);
+    let want;
+    try {
+      want = chain(a, b);
+    } finally {
+      binding.pauseDeferring(false);
+    }
+    for (const k of ['first', 'second']) {
+      const [g, w] = [got[k].dataSync(), want[k].dataSync()];
+      const bits = (arr) => new Uint32Array(arr.buffer, arr.byteOffset, arr.length);
+      const differ = bits(g).findIndex((v, j) => v !== bits(w)[j] && !(isNaN(g[j]) && isNaN(w[j])));
+      assert.strictEqual(differ, -1, `${k}[${differ}]: ${g[differ]} != ${w[differ]} (call ${i})`);
+    }
+    tf.dispose([got, want]);
+  }
+  assert.ok(fused() > before, 'the chain was fused');
+  tf.dispose([a, b]);
+});
+
 test('replayed calls leave the tensor counts of eager calls', async () => {
   const counts = async () => {
     const m = convnet();

@@ -270,7 +270,8 @@ class CallGraphs {
     let id;
     try {
       id = backend.binding.compileCall(
-          call.ops.map(({op, inputs}) => ({op, inputs: inputs.map(toNative)})),
+          call.ops.map(({op, inputs, outs}) => ({op, inputs: inputs.map(toNative),
+                                                 shapes: outs.map((o) => o.shape)})),
           fed.map((o) => fedId(backend, o)), fixed.map((o) => o.fixed), fetches);
     } catch (e) {
       return e;

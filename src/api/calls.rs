@@ -24,11 +24,13 @@ pub struct CallRef {
     pub output: Option<u32>,
 }
 
-/// An op the call ran: its prepared op (`prepareOp`) and its inputs.
+/// An op the call ran: its prepared op (`prepareOp`), its inputs, and the shapes its outputs
+/// had (without them, no chain of element-wise ops is fused: see `graphs::fusions`).
 #[napi_derive::napi(object)]
 pub struct CallOp {
     pub op: u32,
     pub inputs: Vec<CallRef>,
+    pub shapes: Option<Vec<Vec<i64>>>,
 }
 
 impl TryFrom<&CallRef> for Ref {
@@ -69,6 +71,7 @@ pub fn compile_call(
                 Ok(RecordedOp {
                     plan: op.op,
                     inputs: refs(&op.inputs)?,
+                    shapes: op.shapes.clone().unwrap_or_default(),
                 })
             })
             .collect::<Result<Vec<_>>>()?;

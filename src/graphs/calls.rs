@@ -17,10 +17,12 @@ use crate::tf::status::Status;
 /// Call graphs alive at once; past it, compiling fails and calls stay eager.
 const MAX_CALL_GRAPHS: usize = 4096;
 
-/// An op the call ran: the prepared op and where its flat inputs came from.
+/// An op the call ran: the prepared op, where its flat inputs came from, and its outputs'
+/// shapes as it ran (empty when not known).
 pub struct RecordedOp {
     pub plan: u32,
     pub inputs: Vec<Ref>,
+    pub shapes: Vec<Vec<i64>>,
 }
 
 /// A compiled call: the tensors JS feeds each call (its inputs, the current values of the
@@ -83,9 +85,14 @@ impl CallGraph {
         for &fetch in fetches {
             check_ref(fetch, ops.len(), feeds.len())?;
         }
-        let handles = fusions::Feeds { fed, fixed: &fixed };
-        let fused_nodes = fusions::fuse(&mut steps, fetches, &handles, status)?;
-        let graph = CompiledGraph::build(&feeds, steps.into_iter(), fetches, status)?;
+        let mut fetches = fetches.to_vec();
+        let recorded = fusions::Recorded {
+            fed,
+            fixed: &fixed,
+            shapes: ops.iter().map(|op| op.shapes.as_slice()).collect(),
+        };
+        let fused_nodes = fusions::fuse(&mut steps, &mut fetches, &recorded, status)?;
+        let graph = CompiledGraph::build(&feeds, steps.into_iter(), &fetches, status)?;
         let runs_in_background = !fails_on_values && graph.static_outputs().is_some();
         let fixed = fixed
             .into_iter()

@@ -10,7 +10,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::nodes;
 use crate::error::{Error, Result};
+use crate::kernels::elementwise::{Elementwise, Program};
 use crate::ops::PreparedOp;
+use crate::tf::custom_op::CpuKernel;
 use crate::tf::dtype::{index_of_tf_code, DType, DTYPES};
 use crate::tf::graph::{node_name, NodeOutput};
 use crate::tf::handle::TensorHandle;
@@ -46,6 +48,9 @@ pub enum Built {
         fused_ops: Vec<&'static str>,
         epsilon: f32,
     },
+    /// `TfjsNodeRs>Elementwise` running a chain of element-wise ops (`kernels::elementwise`)
+    /// on the inputs, the first of the outputs' `shape` (as the recording saw it).
+    Elementwise { program: Program, shape: Vec<i64> },
 }
 
 impl<'a> NodeOp<'a> {
@@ -63,6 +68,7 @@ impl<'a> NodeOp<'a> {
             Built::AsRecorded => &self.prepared.name,
             Built::Renamed(name) => name,
             Built::FusedConv2D { .. } => c"_FusedConv2D",
+            Built::Elementwise { .. } => Elementwise::SPEC.name,
         }
     }
 }

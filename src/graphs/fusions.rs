@@ -10,20 +10,23 @@ use std::ffi::CStr;
 
 use super::compiled::{Built, NodeOp, OutputSpec, Ref};
 use crate::error::Result;
+use crate::kernels::elementwise::{ElementOp, Instruction, Program};
 use crate::ops::attrs::{AttrValue, OwnedAttr};
 use crate::tf::dtype::DTYPES;
 use crate::tf::handle::TensorHandle;
 use crate::tf::status::Status;
 use tensorflow_sys as sys;
 
-/// The tensors a call's graph takes: `fed` ones (new each call) come first, then `fixed` ones
-/// (the same every call).
-pub struct Feeds<'a> {
+/// What a call's recording tells of the values its graph computes: the tensors it takes,
+/// `fed` ones (new each call) first, then `fixed` ones (the same every call), and the shapes of
+/// each recorded op's outputs (none when not known).
+pub struct Recorded<'a> {
     pub fed: &'a [&'a TensorHandle],
     pub fixed: &'a [TensorHandle],
+    pub shapes: Vec<&'a [Vec<i64>]>,
 }
 
-impl Feeds<'_> {
+impl Recorded<'_> {
     fn handle(&self, input: Ref) -> Option<&TensorHandle> {
         let Ref::Feed(k) = input else { return None };
         let k = k as usize;
@@ -49,18 +52,34 @@ impl Feeds<'_> {
         let values = handle.resolve(status)?.floats(DTYPES[spec.dtype]);
         Ok(values.and_then(|v| v.first().copied()))
     }
+
+    /// The shape of `input` as the call ran.
+    fn shape_of(&self, input: Ref, status: &Status) -> Result<Option<Vec<i64>>> {
+        match input {
+            Ref::Node { index, output } => Ok(self
+                .shapes
+                .get(index as usize)
+                .and_then(|outputs| outputs.get(output as usize))
+                .cloned()),
+            Ref::Feed(_) => match self.handle(input) {
+                Some(handle) => Ok(Some(OutputSpec::of(handle, status)?.dims.into())),
+                None => Ok(None),
+            },
+        }
+    }
 }
 
-/// Applies every rewrite to `steps` (the recorded ops, in order) of a graph fetching `fetches`;
-/// returns how many nodes are fused ones.
+/// Applies every rewrite to `steps` (the recorded ops, in order) of a graph fetching `fetches`
+/// (rewritten where they name a fused op's output); returns how many nodes are fused ones.
 pub fn fuse(
     steps: &mut [Option<NodeOp<'_>>],
-    fetches: &[Ref],
-    feeds: &Feeds<'_>,
+    fetches: &mut [Ref],
+    recorded: &Recorded<'_>,
     status: &Status,
 ) -> Result<usize> {
-    fuse_clipped_relu(steps, feeds, status)?;
+    fuse_clipped_relu(steps, recorded, status)?;
     fuse_conv_batch_norm(steps, fetches);
+    fuse_elementwise(steps, fetches, recorded, status)?;
     let fused = |step: &NodeOp<'_>| !matches!(step.built, Built::AsRecorded);
     Ok(steps.iter().flatten().filter(|step| fused(step)).count())
 }
@@ -72,7 +91,7 @@ pub fn fuse(
 /// values every call has.
 fn fuse_clipped_relu(
     steps: &mut [Option<NodeOp<'_>>],
-    feeds: &Feeds<'_>,
+    recorded: &Recorded<'_>,
     status: &Status,
 ) -> Result<()> {
     for i in 0..steps.len() {
@@ -90,8 +109,8 @@ fn fuse_clipped_relu(
         if relu.op_name() != c"Relu" {
             continue;
         }
-        if feeds.fixed_scalar(clip.inputs[1], status)? != Some(0.0)
-            || feeds.fixed_scalar(clip.inputs[2], status)? != Some(6.0)
+        if recorded.fixed_scalar(clip.inputs[1], status)? != Some(0.0)
+            || recorded.fixed_scalar(clip.inputs[2], status)? != Some(6.0)
         {
             continue;
         }
@@ -179,6 +198,251 @@ fn fuse_conv_batch_norm(steps: &mut [Option<NodeOp<'_>>], fetches: &[Ref]) {
         }
         steps[end] = Some(fused);
     }
+}
+
+/// A chain of element-wise ops of one shape that becomes one `TfjsNodeRs>Elementwise` node at
+/// the place of its first op, `start`: every value it takes from outside comes before `start`
+/// (from a feed, or an op before it), so the node can compute them all there, and the ops after
+/// it that take its values come after it.
+struct Chain {
+    start: usize,
+    shape: Vec<i64>,
+    members: Vec<usize>,
+}
+
+impl Chain {
+    /// Ops a chain needs, at least, to be fused whatever its size: a call of the fused kernel
+    /// costs about what two of TF's element-wise ops do on small tensors (an LSTM's predict,
+    /// whose cells hold pairs of ops on [32, 20], was 11% slower with them fused).
+    const MIN_MEMBERS: usize = 3;
+    /// Elements from which a chain of two is fused: the pass over the data it saves then
+    /// outweighs the call.
+    const MIN_ELEMENTS_OF_TWO: i64 = 1 << 14;
+
+    fn pays(&self) -> bool {
+        let elements: i64 = self.shape.iter().product();
+        self.members.len() >= Self::MIN_MEMBERS
+            || (self.members.len() == 2 && elements >= Self::MIN_ELEMENTS_OF_TWO)
+    }
+}
+
+/// Runs of element-wise float ops (`kernels::elementwise::ElementOp`) on values of one shape,
+/// each input of the same shape or a scalar, are one `TfjsNodeRs>Elementwise` node: one pass
+/// over the data instead of one per op (a training step's optimizer update and activation
+/// gradients). The node computes the same bits as the ops. Shapes are those the recording saw;
+/// building the node checks them against TF's (`nodes::add_node`).
+fn fuse_elementwise(
+    steps: &mut [Option<NodeOp<'_>>],
+    fetches: &mut [Ref],
+    recorded: &Recorded<'_>,
+    status: &Status,
+) -> Result<()> {
+    let uses = prune(steps, fetches);
+    let mut chains: Vec<Chain> = Vec::new();
+    let mut chain_of: Vec<Option<usize>> = vec![None; steps.len()];
+    for index in 0..steps.len() {
+        let Some(step) = &steps[index] else { continue };
+        let Some(shape) = elementwise_shape(step, index, recorded, status)? else {
+            continue;
+        };
+        // The op joins the chains its inputs come from, of its shape, merged into the first
+        // of them, when every value the merged chain takes from outside comes before its
+        // start (an optimizer's moments start apart and meet in the update); else a new chain.
+        let mut joined: Vec<usize> = step
+            .inputs
+            .iter()
+            .filter_map(|&input| match input {
+                Ref::Node { index: at, .. } => chain_of[at as usize],
+                Ref::Feed(_) => None,
+            })
+            .filter(|&c| chains[c].shape == shape)
+            .collect();
+        joined.sort_by_key(|&c| chains[c].start);
+        joined.dedup();
+        let mut members: Vec<usize> = joined
+            .iter()
+            .flat_map(|&c| chains[c].members.iter().copied())
+            .chain([index])
+            .collect();
+        members.sort_unstable();
+        match joined.first() {
+            Some(&c) if takes_from_before(steps, &members, chains[c].start) => {
+                for &other in &joined[1..] {
+                    chains[other].members.clear();
+                }
+                for &m in &members {
+                    chain_of[m] = Some(c);
+                }
+                chains[c].members = members;
+            }
+            _ => {
+                chains.push(Chain {
+                    start: index,
+                    shape,
+                    members: vec![index],
+                });
+                chain_of[index] = Some(chains.len() - 1);
+            }
+        }
+    }
+    let mut renamed = HashMap::new();
+    for chain in chains.iter().filter(|c| c.pays()) {
+        fuse_chain(steps, &uses, chain, recorded, &mut renamed, status)?;
+    }
+    let rename = |r: &mut Ref| {
+        if let Some(&to) = renamed.get(r) {
+            *r = to;
+        }
+    };
+    steps
+        .iter_mut()
+        .flatten()
+        .for_each(|step| step.inputs.iter_mut().for_each(rename));
+    fetches.iter_mut().for_each(rename);
+    Ok(())
+}
+
+/// Whether every value that ops `members` (sorted) take from outside them comes before `start`.
+fn takes_from_before(steps: &[Option<NodeOp<'_>>], members: &[usize], start: usize) -> bool {
+    members.iter().all(|&m| {
+        steps[m].as_ref().is_some_and(|step| {
+            step.inputs.iter().all(|&input| match input {
+                Ref::Feed(_) => true,
+                Ref::Node { index, .. } => {
+                    let at = index as usize;
+                    at < start || members.binary_search(&at).is_ok()
+                }
+            })
+        })
+    })
+}
+
+/// The shape of `step`'s output when it is an element-wise float op (`ElementOp`) whose inputs
+/// each have that shape or one element (of no higher rank), as the call ran.
+fn elementwise_shape(
+    step: &NodeOp<'_>,
+    index: usize,
+    recorded: &Recorded<'_>,
+    status: &Status,
+) -> Result<Option<Vec<i64>>> {
+    let fits = matches!(step.built, Built::AsRecorded)
+        && matches!(attr(step, c"T"), Some(AttrValue::Type(t)) if *t == sys::TF_FLOAT)
+        && ElementOp::of_tf_op(step.op_name().to_bytes())
+            .is_some_and(|op| op.arity() == step.inputs.len());
+    let shape = recorded.shape_of(
+        Ref::Node {
+            index: index as u32,
+            output: 0,
+        },
+        status,
+    )?;
+    let Some(shape) = shape.filter(|_| fits) else {
+        return Ok(None);
+    };
+    for &input in &step.inputs {
+        let Some(dims) = recorded.shape_of(input, status)? else {
+            return Ok(None);
+        };
+        let scalar = dims.iter().product::<i64>() == 1 && dims.len() <= shape.len();
+        if dims != shape && !scalar {
+            return Ok(None);
+        }
+    }
+    Ok(Some(shape))
+}
+
+/// Builds `chain` as one node at its start: its program over the values it takes from
+/// outside (one of its shape first, which gives the outputs theirs), with an output for each
+/// value that anything outside it takes (`uses`) or fetches.
+fn fuse_chain(
+    steps: &mut [Option<NodeOp<'_>>],
+    uses: &HashMap<Ref, usize>,
+    chain: &Chain,
+    recorded: &Recorded<'_>,
+    renamed: &mut HashMap<Ref, Ref>,
+    status: &Status,
+) -> Result<()> {
+    let member_at = |r: Ref| match r {
+        Ref::Node { index, output: 0 } => chain.members.binary_search(&(index as usize)).ok(),
+        _ => None,
+    };
+    // The values taken from outside, one of the chain's shape first.
+    let mut outside: Vec<Ref> = Vec::new();
+    for &m in &chain.members {
+        let Some(step) = &steps[m] else { continue };
+        for &input in &step.inputs {
+            if member_at(input).is_none() && !outside.contains(&input) {
+                outside.push(input);
+            }
+        }
+    }
+    let mut full = None;
+    for (k, &input) in outside.iter().enumerate() {
+        if recorded.shape_of(input, status)?.as_ref() == Some(&chain.shape) {
+            full = Some(k);
+            break;
+        }
+    }
+    let Some(full) = full else { return Ok(()) };
+    outside.swap(0, full);
+    let value_of = |r: Ref| match member_at(r) {
+        Some(j) => outside.len() + j,
+        None => outside.iter().position(|&o| o == r).unwrap_or(0),
+    };
+    let mut instructions = Vec::with_capacity(chain.members.len());
+    let mut taken_inside: HashMap<usize, usize> = HashMap::new();
+    for &m in &chain.members {
+        let Some(step) = &steps[m] else { return Ok(()) };
+        let Some(op) = ElementOp::of_tf_op(step.op_name().to_bytes()) else {
+            return Ok(());
+        };
+        for &input in &step.inputs {
+            if let Some(j) = member_at(input) {
+                *taken_inside.entry(j).or_insert(0) += 1;
+            }
+        }
+        let a = value_of(step.inputs[0]);
+        let b = step.inputs.get(1).map_or(a, |&input| value_of(input));
+        instructions.push(Instruction { op, a, b });
+    }
+    // Members whose value something outside the chain takes or fetches, in order: output k.
+    let outputs: Vec<usize> = (0..chain.members.len())
+        .filter(|&j| {
+            let all = uses.get(&output(chain.members[j], 0)).copied().unwrap_or(0);
+            all > taken_inside.get(&j).copied().unwrap_or(0)
+        })
+        .collect();
+    if outputs.is_empty() {
+        return Ok(());
+    }
+    let program = Program {
+        inputs: outside.len(),
+        instructions,
+        results: outputs.iter().map(|&j| outside.len() + j).collect(),
+    };
+    let Some(Some(first)) = steps.get(chain.start) else {
+        return Ok(());
+    };
+    for (k, &j) in outputs.iter().enumerate() {
+        let fused = Ref::Node {
+            index: chain.start as u32,
+            output: k as u32,
+        };
+        renamed.insert(output(chain.members[j], 0), fused);
+    }
+    let fused = NodeOp {
+        prepared: first.prepared,
+        inputs: outside,
+        built: Built::Elementwise {
+            program,
+            shape: chain.shape.clone(),
+        },
+    };
+    for &m in &chain.members {
+        steps[m] = None;
+    }
+    steps[chain.start] = Some(fused);
+    Ok(())
 }
 
 fn output(index: usize, output: u32) -> Ref {

@@ -4,7 +4,9 @@ use std::ffi::CStr;
 
 use super::compiled::{Built, NodeOp};
 use crate::error::{Error, Result};
+use crate::kernels::elementwise::{Elementwise, Program};
 use crate::ops::attrs;
+use crate::tf::custom_op::CpuKernel;
 use crate::tf::graph::{Graph, NodeOutput};
 use crate::tf::status::Status;
 use tensorflow_sys as sys;
@@ -304,6 +306,9 @@ pub fn add_node(
     inputs: &[NodeOutput],
     status: &Status,
 ) -> Result<NodeOutput> {
+    if let Built::Elementwise { program, shape } = &step.built {
+        return add_elementwise(graph, program, shape, node_name, inputs, status);
+    }
     let prepared = step.prepared;
     let label = || prepared.name.to_string_lossy();
     if prepared.node.is_none() {
@@ -350,4 +355,44 @@ pub fn add_node(
     let finished = node.finish(status);
     applied?;
     finished
+}
+
+/// `program` as a `TfjsNodeRs>Elementwise` node on `inputs`, whose outputs have the first
+/// input's shape, `shape` as the recording saw it. Where TF's shape inference knows an input's
+/// shape, it must agree: the chain's for the first, the chain's or one element (of no higher
+/// rank) for the others; else the node is not built. Where it does not (after this package's
+/// own kernels), the kernel checks the element counts.
+fn add_elementwise(
+    graph: &Graph,
+    program: &Program,
+    shape: &[i64],
+    node_name: &CStr,
+    inputs: &[NodeOutput],
+    status: &Status,
+) -> Result<NodeOutput> {
+    for (k, &input) in inputs.iter().enumerate() {
+        let fits = graph.static_dims(input, status)?.is_none_or(|d| {
+            d == shape || (k > 0 && d.iter().product::<i64>() == 1 && d.len() <= shape.len())
+        });
+        if !fits {
+            return Err(Error::Invalid(format!(
+                "input {k} of an element-wise chain of shape {shape:?} has another shape"
+            )));
+        }
+    }
+    let (ops, results) = program.to_attrs();
+    let mut node = graph.node(Elementwise::SPEC.name, node_name)?;
+    node.add_input_list(inputs);
+    node.set_int(c"N", inputs.len() as i64);
+    node.set_int(c"M", results.len() as i64);
+    node.set_int_list(c"program", &ops);
+    node.set_int_list(c"results", &results);
+    let node = node.finish(status)?;
+    for k in 0..results.len() {
+        let output = node
+            .at(k)
+            .ok_or_else(|| Error::Invalid(format!("the chain has no output {k}")))?;
+        graph.set_static_dims(output, shape, status)?;
+    }
+    Ok(node)
 }

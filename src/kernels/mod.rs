@@ -1,9 +1,12 @@
-//! CPU kernels this package adds to TF, for ops whose TF kernels are slow at the sizes tfjs
-//! models use. They are registered once per process, before the first context is made, and
-//! then run like TF's own: eagerly, and inside deferred runs' graphs.
+//! CPU kernels this package adds to TF: for ops whose TF kernels are slow at the sizes tfjs
+//! models use, and for chains of element-wise ops fused into one node of a call's graph
+//! (`elementwise`). They are registered once per process, before the first context is made,
+//! and then run like TF's own: eagerly, and inside graphs.
 
+pub mod elementwise;
 mod single_channel_conv;
 mod single_channel_pool;
+mod threads;
 
 use std::sync::Once;
 
@@ -11,6 +14,7 @@ use crate::error::{Error, Result};
 use crate::tf::custom_op;
 use crate::tf::status::Status;
 
+use elementwise::Elementwise;
 use single_channel_conv::SingleChannelConv2D;
 use single_channel_pool::SingleChannelMaxPool;
 
@@ -149,6 +153,7 @@ pub fn register() {
     ONCE.call_once(|| {
         let status = Status::new();
         let _ = custom_op::register::<SingleChannelConv2D>(&status)
-            .and_then(|()| custom_op::register::<SingleChannelMaxPool>(&status));
+            .and_then(|()| custom_op::register::<SingleChannelMaxPool>(&status))
+            .and_then(|()| custom_op::register::<Elementwise>(&status));
     });
 }

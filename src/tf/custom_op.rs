@@ -84,11 +84,36 @@ pub struct KernelAttrs {
 impl KernelAttrs {
     /// An int list attr that must hold exactly `N` values.
     pub fn ints<const N: usize>(&self, name: &CStr) -> Result<[i64; N]> {
+        let values = self.int_list(name)?;
+        let len = values.len();
+        values.try_into().map_err(|_| {
+            Error::Range(format!(
+                "attr {} must hold {N} values, not {len}",
+                name.to_string_lossy()
+            ))
+        })
+    }
+
+    pub fn int(&self, name: &CStr) -> Result<i64> {
+        let mut value = 0i64;
+        // SAFETY: the construction context is live during `create`; the out-pointer is valid.
+        unsafe {
+            ext::TF_OpKernelConstruction_GetAttrInt64(
+                self.raw,
+                name.as_ptr(),
+                &mut value,
+                self.status.raw(),
+            )
+        };
+        self.status.check()?;
+        Ok(value)
+    }
+
+    /// An int list attr.
+    pub fn int_list(&self, name: &CStr) -> Result<Vec<i64>> {
         let status = &self.status;
         let (mut len, mut total) = (0i32, 0i32);
-        let mut values = [0i64; N];
-        // SAFETY: the construction context is live during `create`; the out-pointers are valid
-        // and `values` holds N slots, the most TF writes.
+        // SAFETY: the construction context is live during `create`; the out-pointers are valid.
         unsafe {
             ext::TF_OpKernelConstruction_GetAttrSize(
                 self.raw,
@@ -97,18 +122,16 @@ impl KernelAttrs {
                 &mut total,
                 status.raw(),
             );
-            status.check()?;
-            if len as usize != N {
-                return Err(Error::Range(format!(
-                    "attr {} must hold {N} values, not {len}",
-                    name.to_string_lossy()
-                )));
-            }
+        }
+        status.check()?;
+        let mut values = vec![0i64; usize::try_from(len).unwrap_or(0)];
+        // SAFETY: as above; `values` holds `len` slots, the most TF writes.
+        unsafe {
             ext::TF_OpKernelConstruction_GetAttrInt64List(
                 self.raw,
                 name.as_ptr(),
                 values.as_mut_ptr(),
-                N as c_int,
+                values.len() as c_int,
                 status.raw(),
             );
         }
@@ -125,12 +148,54 @@ pub struct KernelContext {
 }
 
 impl KernelContext {
+    pub fn input_count(&self) -> usize {
+        // SAFETY: the kernel context is live during `compute`.
+        usize::try_from(unsafe { ext::TF_NumInputs(self.raw) }).unwrap_or(0)
+    }
+
+    pub fn output_count(&self) -> usize {
+        // SAFETY: the kernel context is live during `compute`.
+        usize::try_from(unsafe { ext::TF_NumOutputs(self.raw) }).unwrap_or(0)
+    }
+
     pub fn input(&self, index: usize) -> Result<Tensor> {
         let mut raw = std::ptr::null_mut();
         // SAFETY: the kernel context is live during `compute`; TF hands over one reference.
         unsafe { ext::TF_GetInput(self.raw, index as c_int, &mut raw, self.status.raw()) };
         self.status.check()?;
         Tensor::adopt(raw).ok_or_else(|| Error::Invalid(format!("input {index} is missing")))
+    }
+
+    /// Float32 output `index` of `dims` in the buffer of one of the `candidates` inputs that
+    /// nothing else holds, and which of them (TF's ops reuse such buffers: large new ones cost
+    /// page faults); else a new one, and `None`. A caller must not get a candidate input
+    /// (`input`) before, which would hold it.
+    pub fn forward_f32_output(
+        &self,
+        index: usize,
+        dims: &[i64],
+        candidates: &[usize],
+    ) -> Result<(Tensor, Option<usize>)> {
+        let candidates: Vec<c_int> = candidates.iter().map(|&k| k as c_int).collect();
+        let mut forwarded: c_int = -1;
+        // SAFETY: the kernel context is live during `compute`; the candidate and dims arrays
+        // hold the lengths passed and outlive the call; `forwarded` is a valid out-pointer.
+        let raw = unsafe {
+            ext::TF_ForwardInputOrAllocateOutput(
+                self.raw,
+                candidates.as_ptr(),
+                candidates.len() as c_int,
+                index as c_int,
+                dims.as_ptr(),
+                dims.len() as c_int,
+                &mut forwarded,
+                self.status.raw(),
+            )
+        };
+        self.status.check()?;
+        let tensor = Tensor::adopt(raw)
+            .ok_or_else(|| Error::Invalid(format!("output {index} was not made")))?;
+        Ok((tensor, usize::try_from(forwarded).ok()))
     }
 
     /// Float32 output `index`, allocated by TF with `dims` (checked to fit `usize` bytes).

@@ -129,6 +129,12 @@ extern "C" {
         max_vals: c_int,
         status: *mut sys::TF_Status,
     );
+    pub fn TF_OpKernelConstruction_GetAttrInt64(
+        ctx: *mut TF_OpKernelConstruction,
+        attr_name: *const c_char,
+        val: *mut i64,
+        status: *mut sys::TF_Status,
+    );
     pub fn TF_OpKernelConstruction_Failure(
         ctx: *mut TF_OpKernelConstruction,
         status: *mut sys::TF_Status,
@@ -150,4 +156,16 @@ extern "C" {
         status: *mut sys::TF_Status,
     ) -> *mut sys::TF_Tensor;
     pub fn TF_OpKernelContext_Failure(ctx: *mut TF_OpKernelContext, status: *mut sys::TF_Status);
+    pub fn TF_NumInputs(ctx: *mut TF_OpKernelContext) -> c_int;
+    pub fn TF_ForwardInputOrAllocateOutput(
+        ctx: *mut TF_OpKernelContext,
+        candidate_input_indices: *const c_int,
+        num_candidate_input_indices: c_int,
+        output_index: c_int,
+        output_dims: *const i64,
+        output_num_dims: c_int,
+        forwarded_input: *mut c_int,
+        status: *mut sys::TF_Status,
+    ) -> *mut sys::TF_Tensor;
+    pub fn TF_NumOutputs(ctx: *mut TF_OpKernelContext) -> c_int;
 }

@@ -116,6 +116,25 @@ impl Graph {
         status.check()?;
         Ok(dims.iter().all(|&d| d >= 0).then_some(dims))
     }
+
+    /// Tells TF's shape inference that `output` has `dims` (for an op whose own shape function
+    /// cannot know them).
+    pub fn set_static_dims(&self, output: NodeOutput, dims: &[i64], status: &Status) -> Result<()> {
+        let rank = c_int::try_from(dims.len())
+            .map_err(|_| Error::Range(format!("rank {} is too large", dims.len())))?;
+        // SAFETY: the graph is live, `output` is one of its nodes' outputs, and `dims` holds
+        // `rank` values that outlive the call.
+        unsafe {
+            sys::TF_GraphSetTensorShape(
+                self.0.as_ptr(),
+                output.raw(),
+                dims.as_ptr(),
+                rank,
+                status.raw(),
+            )
+        };
+        status.check()
+    }
 }
 
 impl Drop for Graph {
