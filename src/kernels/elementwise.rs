@@ -5,8 +5,9 @@
 //! in cache, and writes only what the graph takes from it (`graphs::fusions` finds the chains).
 //!
 //! Each op computes exactly what TF's CPU kernel does (IEEE `+ - * /` and square root; NaN
-//! and signed-zero rules of TF's Maximum, Minimum and Relu), so a fused chain gives the same
-//! bits as its ops, under the caller's denormal mode (TF's executor flushes them).
+//! and signed-zero rules of TF's Maximum, Minimum and Relu), with denormals flushed to zero as
+//! TF's kernels compute (`threads::DenormalsFlushed`), so a fused chain gives the same bits as
+//! its ops run eagerly.
 //!
 //! Inputs: `N` float tensors, each of the shape of the first or of one element (a scalar it
 //! broadcasts). Outputs: `M` tensors of the first input's shape. `program` lists the ops as
