@@ -53,20 +53,26 @@ impl CallGraph {
         fetches: &[Ref],
         status: &Status,
     ) -> Result<CallGraph> {
-        let mut feeds = Vec::with_capacity(fed.len() + fixed.len());
-        for &handle in fed {
-            feeds.push(Feed::Placeholder(OutputSpec::of(handle, status)?));
-        }
+        // The feeds' dtypes and dims: the fed ones, then the fixed ones.
+        let specs = fed
+            .iter()
+            .copied()
+            .chain(&fixed)
+            .map(|handle| OutputSpec::of(handle, status))
+            .collect::<Result<Vec<_>>>()?;
+        let mut feeds: Vec<Feed> = specs[..fed.len()]
+            .iter()
+            .map(|spec| Feed::Placeholder(spec.clone()))
+            .collect();
         // Small integer tensors become constants of the graph (a slice's begin and size, a
         // reshape's shape, axes): shape inference reads a constant's values, not a feed's.
         let mut constant = Vec::with_capacity(fixed.len());
-        for handle in &fixed {
-            let spec = OutputSpec::of(handle, status)?;
+        for (handle, spec) in fixed.iter().zip(&specs[fed.len()..]) {
             let is_constant = small_integers(handle, spec.dtype, &spec.dims, status)?.is_some();
             feeds.push(if is_constant {
                 Feed::Constant(handle)
             } else {
-                Feed::Placeholder(spec)
+                Feed::Placeholder(spec.clone())
             });
             constant.push(is_constant);
         }
@@ -87,7 +93,7 @@ impl CallGraph {
         }
         let mut fetches = fetches.to_vec();
         let recorded = fusions::Recorded {
-            fed,
+            feeds: &specs,
             fixed: &fixed,
             shapes: ops.iter().map(|op| op.shapes.as_slice()).collect(),
         };

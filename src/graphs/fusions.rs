@@ -17,35 +17,26 @@ use crate::tf::handle::TensorHandle;
 use crate::tf::status::Status;
 use tensorflow_sys as sys;
 
-/// What a call's recording tells of the values its graph computes: the tensors it takes,
-/// `fed` ones (new each call) first, then `fixed` ones (the same every call), and the shapes of
-/// each recorded op's outputs (none when not known).
+/// What a call's recording tells of the values its graph computes: the dtypes and dims of the
+/// tensors it takes (`feeds`: the fed ones, new each call, then the `fixed` ones, the same
+/// every call), and the shapes of each recorded op's outputs (none when not known).
 pub struct Recorded<'a> {
-    pub fed: &'a [&'a TensorHandle],
+    pub feeds: &'a [OutputSpec],
     pub fixed: &'a [TensorHandle],
     pub shapes: Vec<&'a [Vec<i64>]>,
 }
 
 impl Recorded<'_> {
-    fn handle(&self, input: Ref) -> Option<&TensorHandle> {
-        let Ref::Feed(k) = input else { return None };
-        let k = k as usize;
-        match k.checked_sub(self.fed.len()) {
-            None => self.fed.get(k).copied(),
-            Some(k) => self.fixed.get(k),
-        }
-    }
-
     /// The value of `input` when it is a fixed scalar (a value every call has).
     fn fixed_scalar(&self, input: Ref, status: &Status) -> Result<Option<f64>> {
         let Ref::Feed(k) = input else { return Ok(None) };
-        if (k as usize) < self.fed.len() {
-            return Ok(None);
-        }
-        let Some(handle) = self.handle(input) else {
+        let fed = self.feeds.len() - self.fixed.len();
+        let handle = (k as usize)
+            .checked_sub(fed)
+            .and_then(|f| self.fixed.get(f));
+        let (Some(handle), Some(spec)) = (handle, self.feeds.get(k as usize)) else {
             return Ok(None);
         };
-        let spec = OutputSpec::of(handle, status)?;
         if !spec.dims.is_empty() {
             return Ok(None);
         }
@@ -54,17 +45,14 @@ impl Recorded<'_> {
     }
 
     /// The shape of `input` as the call ran.
-    fn shape_of(&self, input: Ref, status: &Status) -> Result<Option<Vec<i64>>> {
+    fn shape_of(&self, input: Ref) -> Option<&[i64]> {
         match input {
-            Ref::Node { index, output } => Ok(self
+            Ref::Node { index, output } => self
                 .shapes
-                .get(index as usize)
-                .and_then(|outputs| outputs.get(output as usize))
-                .cloned()),
-            Ref::Feed(_) => match self.handle(input) {
-                Some(handle) => Ok(Some(OutputSpec::of(handle, status)?.dims.into())),
-                None => Ok(None),
-            },
+                .get(index as usize)?
+                .get(output as usize)
+                .map(Vec::as_slice),
+            Ref::Feed(k) => self.feeds.get(k as usize).map(|spec| &spec.dims[..]),
         }
     }
 }
@@ -78,8 +66,10 @@ pub fn fuse(
     status: &Status,
 ) -> Result<usize> {
     fuse_clipped_relu(steps, recorded, status)?;
-    fuse_conv_batch_norm(steps, fetches);
-    fuse_elementwise(steps, fetches, recorded, status)?;
+    // After the clips: a Relu that only a clip took is then needed by nothing.
+    let mut uses = prune(steps, fetches);
+    fuse_conv_batch_norm(steps, &mut uses);
+    fuse_elementwise(steps, fetches, &uses, recorded)?;
     let fused = |step: &NodeOp<'_>| !matches!(step.built, Built::AsRecorded);
     Ok(steps.iter().flatten().filter(|step| fused(step)).count())
 }
@@ -132,10 +122,11 @@ const BATCH_NORM_ACTIVATIONS: &[&str] = &["Relu", "Relu6"];
 /// convolution normalizes and activates each output as it writes it, where the three ops made
 /// three passes over the activations. tfjs-layers runs them so for every convolution followed
 /// by `batchNormalization` in a predict (MobileNets, ResNets): `benches/` MobileNet's predict
-/// 44 -> 32 ms, the ResNet block's 3.6 -> 2.5 ms. Only where nothing else takes the convolution's or the batch norm's outputs (a training
-/// step's gradients do), and for float NHWC data, as TF's fused kernel requires.
-fn fuse_conv_batch_norm(steps: &mut [Option<NodeOp<'_>>], fetches: &[Ref]) {
-    let mut uses = prune(steps, fetches);
+/// 44 -> 32 ms, the ResNet block's 3.6 -> 2.5 ms. Only where nothing else takes the
+/// convolution's or the batch norm's outputs (a training step's gradients do), and for float
+/// NHWC data, as TF's fused kernel requires.
+/// `uses` (see `prune`) stays the count of every output's takers.
+fn fuse_conv_batch_norm(steps: &mut [Option<NodeOp<'_>>], uses: &mut HashMap<Ref, usize>) {
     // From the end, so that a batch norm an activation follows is fused with it, not alone.
     for end in (0..steps.len()).rev() {
         let Some(last) = &steps[end] else { continue };
@@ -234,15 +225,14 @@ impl Chain {
 fn fuse_elementwise(
     steps: &mut [Option<NodeOp<'_>>],
     fetches: &mut [Ref],
+    uses: &HashMap<Ref, usize>,
     recorded: &Recorded<'_>,
-    status: &Status,
 ) -> Result<()> {
-    let uses = prune(steps, fetches);
     let mut chains: Vec<Chain> = Vec::new();
     let mut chain_of: Vec<Option<usize>> = vec![None; steps.len()];
     for index in 0..steps.len() {
         let Some(step) = &steps[index] else { continue };
-        let Some(shape) = elementwise_shape(step, index, recorded, status)? else {
+        let Some(shape) = elementwise_shape(step, index, recorded) else {
             continue;
         };
         // The op joins the chains its inputs come from, of its shape, merged into the first
@@ -287,7 +277,7 @@ fn fuse_elementwise(
     }
     let mut renamed = HashMap::new();
     for chain in chains.iter().filter(|c| c.pays()) {
-        fuse_chain(steps, &uses, chain, recorded, &mut renamed, status)?;
+        fuse_chain(steps, uses, chain, recorded, &mut renamed)?;
     }
     let rename = |r: &mut Ref| {
         if let Some(&to) = renamed.get(r) {
@@ -318,37 +308,25 @@ fn takes_from_before(steps: &[Option<NodeOp<'_>>], members: &[usize], start: usi
 }
 
 /// The shape of `step`'s output when it is an element-wise float op (`ElementOp`) whose inputs
-/// each have that shape or one element (of no higher rank), as the call ran.
-fn elementwise_shape(
-    step: &NodeOp<'_>,
-    index: usize,
-    recorded: &Recorded<'_>,
-    status: &Status,
-) -> Result<Option<Vec<i64>>> {
+/// each fit a chain of that shape (`fits_chain`), as the call ran.
+fn elementwise_shape(step: &NodeOp<'_>, index: usize, recorded: &Recorded<'_>) -> Option<Vec<i64>> {
     let fits = matches!(step.built, Built::AsRecorded)
-        && matches!(attr(step, c"T"), Some(AttrValue::Type(t)) if *t == sys::TF_FLOAT)
+        && is_float(step)
         && ElementOp::of_tf_op(step.op_name().to_bytes())
             .is_some_and(|op| op.arity() == step.inputs.len());
-    let shape = recorded.shape_of(
-        Ref::Node {
-            index: index as u32,
-            output: 0,
-        },
-        status,
-    )?;
-    let Some(shape) = shape.filter(|_| fits) else {
-        return Ok(None);
-    };
-    for &input in &step.inputs {
-        let Some(dims) = recorded.shape_of(input, status)? else {
-            return Ok(None);
-        };
-        let scalar = dims.iter().product::<i64>() == 1 && dims.len() <= shape.len();
-        if dims != shape && !scalar {
-            return Ok(None);
-        }
-    }
-    Ok(Some(shape))
+    let shape = recorded.shape_of(output(index, 0)).filter(|_| fits)?;
+    let inputs_fit = step.inputs.iter().all(|&input| {
+        recorded
+            .shape_of(input)
+            .is_some_and(|dims| fits_chain(dims, shape))
+    });
+    inputs_fit.then(|| shape.to_vec())
+}
+
+/// Whether a value of `dims` may be an input of a chain of `shape`: of that shape, or one
+/// element (of no higher rank) to broadcast.
+pub fn fits_chain(dims: &[i64], shape: &[i64]) -> bool {
+    dims == shape || (dims.iter().product::<i64>() == 1 && dims.len() <= shape.len())
 }
 
 /// Builds `chain` as one node at its start: its program over the values it takes from
@@ -360,7 +338,6 @@ fn fuse_chain(
     chain: &Chain,
     recorded: &Recorded<'_>,
     renamed: &mut HashMap<Ref, Ref>,
-    status: &Status,
 ) -> Result<()> {
     let member_at = |r: Ref| match r {
         Ref::Node { index, output: 0 } => chain.members.binary_search(&(index as usize)).ok(),
@@ -376,13 +353,9 @@ fn fuse_chain(
             }
         }
     }
-    let mut full = None;
-    for (k, &input) in outside.iter().enumerate() {
-        if recorded.shape_of(input, status)?.as_ref() == Some(&chain.shape) {
-            full = Some(k);
-            break;
-        }
-    }
+    let full = outside
+        .iter()
+        .position(|&input| recorded.shape_of(input) == Some(&chain.shape[..]));
     let Some(full) = full else { return Ok(()) };
     outside.swap(0, full);
     let value_of = |r: Ref| match member_at(r) {
@@ -490,12 +463,17 @@ fn attr<'a>(step: &'a NodeOp<'_>, name: &CStr) -> Option<&'a AttrValue> {
         .map(|a| &a.value)
 }
 
-/// Whether the op computes floats (`T`) in NHWC (`data_format`, NHWC by default).
+/// Whether the op computes floats (`T`).
+fn is_float(step: &NodeOp<'_>) -> bool {
+    matches!(attr(step, c"T"), Some(AttrValue::Type(t)) if *t == sys::TF_FLOAT)
+}
+
+/// Whether the op computes floats in NHWC (`data_format`, NHWC by default).
 fn float_nhwc(step: &NodeOp<'_>) -> bool {
     let nhwc = match attr(step, c"data_format") {
         None => true,
         Some(AttrValue::String(format)) => format == b"NHWC",
         Some(_) => false,
     };
-    nhwc && matches!(attr(step, c"T"), Some(AttrValue::Type(t)) if *t == sys::TF_FLOAT)
+    nhwc && is_float(step)
 }

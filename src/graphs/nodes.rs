@@ -3,6 +3,7 @@
 use std::ffi::CStr;
 
 use super::compiled::{Built, NodeOp};
+use super::fusions::fits_chain;
 use crate::error::{Error, Result};
 use crate::kernels::elementwise::{Elementwise, Program};
 use crate::ops::attrs;
@@ -359,8 +360,8 @@ pub fn add_node(
 
 /// `program` as a `TfjsNodeRs>Elementwise` node on `inputs`, whose outputs have the first
 /// input's shape, `shape` as the recording saw it. Where TF's shape inference knows an input's
-/// shape, it must agree: the chain's for the first, the chain's or one element (of no higher
-/// rank) for the others; else the node is not built. Where it does not (after this package's
+/// shape, it must agree: the chain's for the first, one that fits the chain
+/// (`fusions::fits_chain`) for the others; else the node is not built. Where it does not (after this package's
 /// own kernels), the kernel checks the element counts.
 fn add_elementwise(
     graph: &Graph,
@@ -372,7 +373,11 @@ fn add_elementwise(
 ) -> Result<NodeOutput> {
     for (k, &input) in inputs.iter().enumerate() {
         let fits = graph.static_dims(input, status)?.is_none_or(|d| {
-            d == shape || (k > 0 && d.iter().product::<i64>() == 1 && d.len() <= shape.len())
+            if k == 0 {
+                d == shape
+            } else {
+                fits_chain(&d, shape)
+            }
         });
         if !fits {
             return Err(Error::Invalid(format!(

@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 use crate::error::{Error, Result};
 
 /// Elements each part must have, at least, for the work to be split.
-pub const MIN_PART: usize = 1 << 16;
+const MIN_PART: usize = 1 << 16;
 
 /// Cores the process may use (1 when unknown).
 fn cores() -> usize {
