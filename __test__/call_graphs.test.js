@@ -201,6 +201,44 @@ test('a convolution, its inference batch norm and its ReLU are one fused node in
   assert.ok(graphs >= 1, 'compiled');
   assert.strictEqual(fusedNodes, 3 * graphs, 'three fused convolutions per graph');
 });
+test('a training step fuses convolution, bias and relu, relu gradients and column sums', async () => {
+  // graphs::fusions in a training step: the second convolution (16 input channels), its bias and
+  // relu as one _FusedConv2D, whose relu gradient (tfjs's step: Sign, then Relu) takes its
+  // output; bias gradients and batch norm statistics (Sum and Mean over all axes but the last,
+  // 36864 elements) as TfjsNodeRs>ColumnSums. Trained weights and losses as eager and cpu.
+  const counts = [];
+  const run = async () => {
+    const m = tf.sequential();
+    m.add(tf.layers.conv2d({filters: 16, kernelSize: 3, padding: 'same', activation: 'relu',
+                            inputShape: [12, 12, 1], kernelInitializer: init(11)}));
+    m.add(tf.layers.batchNormalization());
+    m.add(tf.layers.conv2d({filters: 16, kernelSize: 3, padding: 'same', activation: 'relu',
+                            kernelInitializer: init(12), biasInitializer: 'ones'}));
+    m.add(tf.layers.globalAveragePooling2d({}));
+    m.add(tf.layers.dense({units: 3, kernelInitializer: init(13), activation: 'softmax'}));
+    m.compile({optimizer: tf.train.adam(0.01), loss: 'sparseCategoricalCrossentropy'});
+    const n = 32;
+    const x = tf.tensor4d(Array.from({length: n * 144}, (_, i) => Math.sin(i * 0.23)),
+                          [n, 12, 12, 1]);
+    const y = tf.tensor2d(Array.from({length: n}, (_, i) => i % 3), [n, 1]);
+    const fused = binding.stats().fusedNodes;
+    const h = await m.fit(x, y, {epochs: 4, batchSize: 16, shuffle: false, verbose: 0});
+    if (tf.getBackend() === 'tensorflow' && tf.env().getBool(FLAG)) {
+      counts.push(binding.stats().fusedNodes - fused);
+    }
+    const out = [...h.history.loss, ...m.getWeights().flatMap((w) => Array.from(w.dataSync()))];
+    m.dispose();
+    tf.dispose([x, y]);
+    return out;
+  };
+  const graphs = await on('graphs', run);
+  close(graphs, await on('eager', run), 1e-4, 'eager');
+  close(graphs, await on('cpu', run), 1e-4, 'cpu');
+  // One fused convolution, its relu gradient and a second relu gradient, the three column
+  // sums of the biases' gradients and the batch norm's mean, and element-wise chains.
+  assert.ok(counts[0] >= 6, `fused nodes: ${counts[0]}`);
+});
+
 test('a chain of element-wise ops runs as one fused node with the bits of its ops', async () => {
   // graphs::fusions builds chains of element-wise float ops as one TfjsNodeRs>Elementwise node
   // (kernels::elementwise), which must give exactly what TF's kernels give: NaNs, infinities,
@@ -215,7 +253,8 @@ test('a chain of element-wise ops runs as one fused node with the bits of its op
   const chain = (x, y) => {
     const m = tf.maximum(x.mul(2).sub(y), tf.minimum(y, x));
     const r = x.square().add(1).sqrt().div(y.neg()).relu();
-    return {first: m.add(r), second: r.mul(tf.scalar(0.5)).sub(m.div(y))};
+    // tf.step: TF's Relu of its Sign, one op of the chain (NaN and denormals give 0).
+    return {first: m.add(r).mul(tf.step(x)), second: r.mul(tf.scalar(0.5)).sub(m.div(y))};
   };
   const f = tf.node.function(chain);
   const fused = () => binding.stats().fusedNodes;

@@ -527,9 +527,11 @@ const MODEL_METHOD = [
   'output + dispose; a fit is followed by a `dataSync()` of the first trainable weight. ' +
   '`predict` keeps its default `batchSize` of 32 (the batch of 128 runs as 4 × 32), in tfjs ' +
   'and Keras alike. A cell is the median over the processes; no GC is forced anywhere. ' +
-  'This package runs 5 processes per model with deferring on and 5 with it off, each pair ' +
-  'back to back, and **× defer-off** is the median of the pairs\' own ratios (apart, one ' +
-  'backend\'s processes differed 2-3× between passes of a run). Only ' +
+  'This package runs 5 processes per model with deferring on and 5 with it off (11 and 11 ' +
+  'for a model whose first process took under 3 s: its timed calls add up to a few ms), each ' +
+  'pair back to back, which of the two first alternating, and **× defer-off** is the median ' +
+  'of the pairs\' own ratios (apart, one backend\'s processes differed 2-3× between passes of ' +
+  'a run). Only ' +
   'the pure-JS `cpu` backend runs fewer calls where the first shows they would take too long.',
   '',
   'Until this harness, `benches/` measured predict and fit on fresh models in separate cases ' +

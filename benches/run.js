@@ -179,10 +179,11 @@ function cFloor(quick) {
  * kernels) flipped between 0.8x and 1.2x from run to run. The passes interleave the backends, and
  * a case's time is the median of the passes. `cpu`, slower by far, runs one pass.
  */
-function passesFor(opts, backend) {
+function passesFor(opts, backend, cheap) {
   if (opts.quick || backend === 'cpu') return 1;
-  return backend === PRIMARY || backend === DEFER_OFF ? opts.passes + PAIRED_EXTRA_PASSES :
-    opts.passes;
+  if (backend !== PRIMARY && backend !== DEFER_OFF) return opts.passes;
+  return cheap ? Math.max(CHEAP_PAIRS, opts.passes + PAIRED_EXTRA_PASSES) :
+    opts.passes + PAIRED_EXTRA_PASSES;
 }
 
 /**
@@ -192,14 +193,24 @@ function passesFor(opts, backend) {
 const PAIRED_EXTRA_PASSES = 2;
 
 /**
- * One pass's order of `backends`, rotated by `rotate` so that no backend always runs first (or
- * last) on a drifting machine, with this package and DEFER_OFF back to back (in alternating
- * order): each pair met the same state of the machine, and report.js compares them pair by
- * pair. Apart, their processes differed by 2-3x between passes of one run.
+ * Pairs for a model whose process took under `CHEAP_PROCESS_MS` in the first pass: its timed
+ * calls add up to a few ms (dense-tiny's 20 predicts: 4 ms), which one machine hiccup moves by
+ * 10-20%, while its pairs cost little (0.4 s each for dense-tiny). The count is set by the
+ * process's cost, never by the ratios measured.
  */
-function passOrder(backends, rotate) {
+const CHEAP_PAIRS = 11;
+const CHEAP_PROCESS_MS = 3000;
+
+/**
+ * One pass's order of `backends`, rotated by `rotate` so that no backend always runs first (or
+ * last) on a drifting machine, with this package and DEFER_OFF back to back, in an order that
+ * alternates from one `pass` to the next (so each model has each first half the time): each
+ * pair met the same state of the machine, and report.js compares them pair by pair. Apart,
+ * their processes differed by 2-3x between passes of one run.
+ */
+function passOrder(backends, rotate, pass) {
   const paired = backends.includes(PRIMARY) && backends.includes(DEFER_OFF);
-  const pair = rotate % 2 ? [DEFER_OFF, PRIMARY] : [PRIMARY, DEFER_OFF];
+  const pair = pass % 2 ? [DEFER_OFF, PRIMARY] : [PRIMARY, DEFER_OFF];
   const units = backends.filter((b) => !paired || b !== DEFER_OFF)
       .map((b) => (paired && b === PRIMARY ? pair : [b]));
   const k = rotate % units.length;
@@ -223,16 +234,22 @@ function modelTask(opts, backend, spec) {
 function runModels(opts, backends, results) {
   const specs = MODELS.filter((m) => opts.models.includes(m.name));
   const runs = new Map();  // `model|backend` -> [result of each process]
-  const maxPasses = Math.max(...backends.map((b) => passesFor(opts, b)));
+  const cheap = new Set();  // models whose first process of this package was cheap
+  const passes = (backend, spec) => passesFor(opts, backend, cheap.has(spec.name));
+  const maxPasses = () => Math.max(...specs.flatMap((s) => backends.map((b) => passes(b, s))));
   let rotate = 0;
-  for (let pass = 0; pass < maxPasses; pass++) {
+  for (let pass = 0; pass < maxPasses(); pass++) {
     for (const spec of specs) {
-      const order = passOrder(backends, rotate);
+      const order = passOrder(backends, rotate, pass);
       rotate++;
+      if (order.every((backend) => pass >= passes(backend, spec))) continue;
       for (const backend of order) {
-        if (pass >= passesFor(opts, backend)) continue;
+        if (pass >= passes(backend, spec)) continue;
         const t0 = Date.now();
         const r = runWorker(modelTask(opts, backend, spec));
+        if (pass === 0 && backend === PRIMARY && Date.now() - t0 < CHEAP_PROCESS_MS) {
+          cheap.add(spec.name);
+        }
         const got = r.model || {error: r.error};
         const key = `${spec.name}|${backend}`;
         if (!runs.has(key)) runs.set(key, []);

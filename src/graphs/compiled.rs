@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::nodes;
 use crate::error::{Error, Result};
+use crate::kernels::column_sums::ColumnSums;
 use crate::kernels::elementwise::{Elementwise, Program};
 use crate::ops::PreparedOp;
 use crate::tf::custom_op::CpuKernel;
@@ -51,6 +52,16 @@ pub enum Built {
     /// `TfjsNodeRs>Elementwise` running a chain of element-wise ops (`kernels::elementwise`)
     /// on the inputs, the first of the outputs' `shape` (as the recording saw it).
     Elementwise { program: Program, shape: Vec<i64> },
+    /// `ElementOp::Step` of the input, of `shape`: a recorded Relu of a Sign (tfjs's ReLU
+    /// gradient), which `fusions` builds into an element-wise chain, or else is a chain alone.
+    Step { shape: Vec<i64> },
+    /// `TfjsNodeRs>ColumnSums` of a recorded Sum or Mean (`mean`) over every axis but the
+    /// last of its first input (the only one it takes), of `shape` as the recording saw it.
+    ColumnSums {
+        mean: bool,
+        keep_dims: bool,
+        shape: Vec<i64>,
+    },
 }
 
 impl<'a> NodeOp<'a> {
@@ -69,6 +80,8 @@ impl<'a> NodeOp<'a> {
             Built::Renamed(name) => name,
             Built::FusedConv2D { .. } => c"_FusedConv2D",
             Built::Elementwise { .. } => Elementwise::SPEC.name,
+            Built::ColumnSums { .. } => ColumnSums::SPEC.name,
+            Built::Step { .. } => Elementwise::SPEC.name,
         }
     }
 }

@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::ffi::CStr;
 
-use super::compiled::{Built, NodeOp, OutputSpec, Ref};
+use super::compiled::{small_integers, Built, NodeOp, OutputSpec, Ref};
 use crate::error::Result;
 use crate::kernels::elementwise::{ElementOp, Instruction, Program};
 use crate::ops::attrs::{AttrValue, OwnedAttr};
@@ -27,21 +27,31 @@ pub struct Recorded<'a> {
 }
 
 impl Recorded<'_> {
-    /// The value of `input` when it is a fixed scalar (a value every call has).
-    fn fixed_scalar(&self, input: Ref, status: &Status) -> Result<Option<f64>> {
-        let Ref::Feed(k) = input else { return Ok(None) };
+    /// `input`'s tensor and spec when it is a fixed feed (a value every call has).
+    fn fixed(&self, input: Ref) -> Option<(&TensorHandle, &OutputSpec)> {
+        let Ref::Feed(k) = input else { return None };
         let fed = self.feeds.len() - self.fixed.len();
         let handle = (k as usize)
             .checked_sub(fed)
-            .and_then(|f| self.fixed.get(f));
-        let (Some(handle), Some(spec)) = (handle, self.feeds.get(k as usize)) else {
+            .and_then(|f| self.fixed.get(f))?;
+        Some((handle, self.feeds.get(k as usize)?))
+    }
+
+    /// The value of `input` when it is a fixed float scalar.
+    fn fixed_scalar(&self, input: Ref, status: &Status) -> Result<Option<f64>> {
+        let Some((handle, spec)) = self.fixed(input).filter(|(_, s)| s.dims.is_empty()) else {
             return Ok(None);
         };
-        if !spec.dims.is_empty() {
-            return Ok(None);
-        }
         let values = handle.resolve(status)?.floats(DTYPES[spec.dtype]);
         Ok(values.and_then(|v| v.first().copied()))
+    }
+
+    /// The values of `input` when it is a fixed tensor of a few integers (an op's axes).
+    fn fixed_integers(&self, input: Ref, status: &Status) -> Result<Option<Vec<i64>>> {
+        let Some((handle, spec)) = self.fixed(input) else {
+            return Ok(None);
+        };
+        small_integers(handle, spec.dtype, &spec.dims, status)
     }
 
     /// The shape of `input` as the call ran.
@@ -66,9 +76,12 @@ pub fn fuse(
     status: &Status,
 ) -> Result<usize> {
     fuse_clipped_relu(steps, recorded, status)?;
+    fuse_column_sums(steps, recorded, status)?;
     // After the clips: a Relu that only a clip took is then needed by nothing.
     let mut uses = prune(steps, fetches);
     fuse_conv_batch_norm(steps, &mut uses);
+    fuse_steps(steps, &mut uses, recorded);
+    fuse_conv_bias_relu(steps, &mut uses, recorded);
     fuse_elementwise(steps, fetches, &uses, recorded)?;
     let fused = |step: &NodeOp<'_>| !matches!(step.built, Built::AsRecorded);
     Ok(steps.iter().flatten().filter(|step| fused(step)).count())
@@ -110,6 +123,64 @@ fn fuse_clipped_relu(
             built: Built::Renamed(c"Relu6"),
         };
         steps[i] = Some(fused);
+    }
+    Ok(())
+}
+
+/// Elements from which a Sum or Mean over every axis but the last runs as `ColumnSums`: on
+/// fewer, TF's kernel costs about as much, and keeps its own bits.
+const COLUMN_SUMS_MIN_ELEMENTS: i64 = 1 << 14;
+
+/// A float Sum or Mean over every axis but the last (a bias's gradient, a batch norm's
+/// statistics and their gradients, over NHWC activations) is built as `TfjsNodeRs>ColumnSums`
+/// (`kernels::column_sums`): one pass over the data at the speed of memory, where TF's reduction
+/// made a third of it (a convnet's training step: 3.2 of 45 ms in two Sums, then 1.4). The axes
+/// must be values every call has.
+fn fuse_column_sums(
+    steps: &mut [Option<NodeOp<'_>>],
+    recorded: &Recorded<'_>,
+    status: &Status,
+) -> Result<()> {
+    for (index, slot) in steps.iter_mut().enumerate() {
+        let Some(step) = slot else { continue };
+        let mean = match step.op_name().to_bytes() {
+            b"Sum" => false,
+            b"Mean" => true,
+            _ => continue,
+        };
+        let (&[values, axes], Built::AsRecorded) = (&step.inputs[..], &step.built) else {
+            continue;
+        };
+        let Some(shape) = recorded.shape_of(values) else {
+            continue;
+        };
+        let rank = shape.len() as i64;
+        if !is_float(step)
+            || rank < 2
+            || shape.iter().product::<i64>() < COLUMN_SUMS_MIN_ELEMENTS
+            || recorded.shape_of(output(index, 0)).is_none()
+        {
+            continue;
+        }
+        let Some(mut axes) = recorded.fixed_integers(axes, status)? else {
+            continue;
+        };
+        axes.iter_mut().filter(|a| **a < 0).for_each(|a| *a += rank);
+        axes.sort_unstable();
+        axes.dedup();
+        if axes != (0..rank - 1).collect::<Vec<_>>() {
+            continue;
+        }
+        let keep_dims = matches!(attr(step, c"keep_dims"), Some(AttrValue::Bool(true)));
+        *slot = Some(NodeOp {
+            prepared: step.prepared,
+            inputs: vec![values],
+            built: Built::ColumnSums {
+                mean,
+                keep_dims,
+                shape: shape.to_vec(),
+            },
+        });
     }
     Ok(())
 }
@@ -192,11 +263,13 @@ fn fuse_conv_batch_norm(steps: &mut [Option<NodeOp<'_>>], uses: &mut HashMap<Ref
 }
 
 /// A chain of element-wise ops of one shape that becomes one `TfjsNodeRs>Elementwise` node at
-/// the place of its first op, `start`: every value it takes from outside comes before `start`
-/// (from a feed, or an op before it), so the node can compute them all there, and the ops after
-/// it that take its values come after it.
+/// the place of one of its ops, `at`: every value it takes from outside comes before `at` (from
+/// a feed, or an op before it), and every op outside it that takes its values comes after, so
+/// the node can compute them all there. `at` is its first op where that holds (an optimizer's
+/// update), else its last (a ReLU's gradient: the step of the forward pass's values, taken by
+/// the product with the backward pass's).
 struct Chain {
-    start: usize,
+    at: usize,
     shape: Vec<i64>,
     members: Vec<usize>,
 }
@@ -230,14 +303,15 @@ fn fuse_elementwise(
 ) -> Result<()> {
     let mut chains: Vec<Chain> = Vec::new();
     let mut chain_of: Vec<Option<usize>> = vec![None; steps.len()];
+    let takers = takers(steps);
     for index in 0..steps.len() {
         let Some(step) = &steps[index] else { continue };
         let Some(shape) = elementwise_shape(step, index, recorded) else {
             continue;
         };
         // The op joins the chains its inputs come from, of its shape, merged into the first
-        // of them, when every value the merged chain takes from outside comes before its
-        // start (an optimizer's moments start apart and meet in the update); else a new chain.
+        // of them, when the merged chain has a place (an optimizer's moments start apart and
+        // meet in the update); else it starts a new chain.
         let mut joined: Vec<usize> = step
             .inputs
             .iter()
@@ -247,7 +321,7 @@ fn fuse_elementwise(
             })
             .filter(|&c| chains[c].shape == shape)
             .collect();
-        joined.sort_by_key(|&c| chains[c].start);
+        joined.sort_by_key(|&c| chains[c].members.first().copied());
         joined.dedup();
         let mut members: Vec<usize> = joined
             .iter()
@@ -255,8 +329,14 @@ fn fuse_elementwise(
             .chain([index])
             .collect();
         members.sort_unstable();
-        match joined.first() {
-            Some(&c) if takes_from_before(steps, &members, chains[c].start) => {
+        let start = members[0];
+        let at = if takes_from_before(steps, &members, start) {
+            Some(start)
+        } else {
+            taken_after(&takers, &members, index).then_some(index)
+        };
+        match (joined.first(), at) {
+            (Some(&c), Some(at)) => {
                 for &other in &joined[1..] {
                     chains[other].members.clear();
                 }
@@ -264,10 +344,11 @@ fn fuse_elementwise(
                     chain_of[m] = Some(c);
                 }
                 chains[c].members = members;
+                chains[c].at = at;
             }
             _ => {
                 chains.push(Chain {
-                    start: index,
+                    at: index,
                     shape,
                     members: vec![index],
                 });
@@ -292,6 +373,168 @@ fn fuse_elementwise(
     Ok(())
 }
 
+/// A float Relu that alone takes a float Sign's values becomes `Built::Step` of the Sign's
+/// input, and the Sign is left out: tfjs's ReLU gradient (its `step`) runs the two ops, each a
+/// pass over the activations.
+fn fuse_steps(
+    steps: &mut [Option<NodeOp<'_>>],
+    uses: &mut HashMap<Ref, usize>,
+    recorded: &Recorded<'_>,
+) {
+    for index in 0..steps.len() {
+        let Some(relu) = &steps[index] else { continue };
+        let (
+            Built::AsRecorded,
+            &[Ref::Node {
+                index: sign_at,
+                output: 0,
+            }],
+        ) = (&relu.built, &relu.inputs[..])
+        else {
+            continue;
+        };
+        if relu.op_name() != c"Relu" {
+            continue;
+        }
+        let sign_at = sign_at as usize;
+        let Some(Some(sign)) = steps.get(sign_at) else {
+            continue;
+        };
+        let Some(shape) = recorded.shape_of(output(index, 0)) else {
+            continue;
+        };
+        if sign.op_name() != c"Sign"
+            || sign.built != Built::AsRecorded
+            || !is_float(sign)
+            || !is_float(relu)
+            || uses.get(&output(sign_at, 0)) != Some(&1)
+            || sign.inputs.first().and_then(|&x| recorded.shape_of(x)) != Some(shape)
+        {
+            continue;
+        }
+        let (inputs, shape) = (sign.inputs.clone(), shape.to_vec());
+        uses.remove(&output(sign_at, 0));
+        steps[sign_at] = None;
+        if let Some(relu) = &mut steps[index] {
+            relu.inputs = inputs;
+            relu.built = Built::Step { shape };
+        }
+    }
+}
+
+/// Input channels from which oneDNN's fused convolution beats the convolution, bias add and
+/// ReLU apart (as in the JS kernel's `FUSED_CONV_MIN_IN_CHANNELS`: 1.8-3x slower with 1 or 3).
+const FUSED_CONV_MIN_IN_CHANNELS: i64 = 8;
+
+/// A training step's Conv2D, then the add of a bias of its channels, then a Relu, is one
+/// `_FusedConv2D` (tfjs-core runs a fused convolution as the three ops while it records
+/// gradients): two passes over the activations fewer. The ReLU's gradient takes the step of
+/// the sum, which is the step of the Relu's output (the sum is above 0 where the output is), so
+/// it takes that instead; nothing else may take the convolution's or the sum's values.
+fn fuse_conv_bias_relu(
+    steps: &mut [Option<NodeOp<'_>>],
+    uses: &mut HashMap<Ref, usize>,
+    recorded: &Recorded<'_>,
+) {
+    let takers = takers(steps);
+    for end in 0..steps.len() {
+        let Some(relu) = &steps[end] else { continue };
+        let (Built::AsRecorded, &[Ref::Node { index, output: 0 }]) =
+            (&relu.built, &relu.inputs[..])
+        else {
+            continue;
+        };
+        let add_at = index as usize;
+        let Some(Some(add)) = steps.get(add_at) else {
+            continue;
+        };
+        let (true, &[Ref::Node { index, output: 0 }, bias]) =
+            (add.built == Built::AsRecorded, &add.inputs[..])
+        else {
+            continue;
+        };
+        let conv_at = index as usize;
+        let Some(Some(conv)) = steps.get(conv_at) else {
+            continue;
+        };
+        let channels = recorded
+            .shape_of(output(add_at, 0))
+            .and_then(|dims| dims.last().copied());
+        let in_channels = conv
+            .inputs
+            .first()
+            .and_then(|&x| recorded.shape_of(x))
+            .and_then(|dims| dims.last().copied());
+        let steps_taking = &takers[add_at];
+        if relu.op_name() != c"Relu"
+            || !is_float(relu)
+            || !matches!(add.op_name().to_bytes(), b"AddV2" | b"BiasAdd")
+            || !float_nhwc(add)
+            || channels.is_none()
+            || recorded.shape_of(bias) != channels.as_ref().map(std::slice::from_ref)
+            || conv.op_name() != c"Conv2D"
+            || conv.built != Built::AsRecorded
+            || !float_nhwc(conv)
+            || in_channels.is_none_or(|c| c < FUSED_CONV_MIN_IN_CHANNELS)
+            || uses.get(&output(conv_at, 0)) != Some(&1)
+            || uses.get(&output(add_at, 0)) != Some(&steps_taking.len())
+            || !steps_taking.iter().all(|&t| {
+                t == end
+                    || (t > end
+                        && matches!(&steps[t], Some(s) if matches!(s.built, Built::Step { .. })))
+            })
+        {
+            continue;
+        }
+        let mut inputs = conv.inputs.clone();
+        inputs.push(bias);
+        let fused = NodeOp {
+            prepared: conv.prepared,
+            inputs,
+            built: Built::FusedConv2D {
+                fused_ops: vec!["BiasAdd", "Relu"],
+                epsilon: 0.0,
+            },
+        };
+        for &t in steps_taking.iter().filter(|&&t| t != end) {
+            if let Some(step) = &mut steps[t] {
+                step.inputs = vec![output(end, 0)];
+                *uses.entry(output(end, 0)).or_insert(0) += 1;
+            }
+        }
+        uses.remove(&output(conv_at, 0));
+        uses.remove(&output(add_at, 0));
+        steps[conv_at] = None;
+        steps[add_at] = None;
+        steps[end] = Some(fused);
+    }
+}
+
+/// The ops that take each op's outputs, in order.
+fn takers(steps: &[Option<NodeOp<'_>>]) -> Vec<Vec<usize>> {
+    let mut takers = vec![Vec::new(); steps.len()];
+    for (index, step) in steps.iter().enumerate() {
+        let Some(step) = step else { continue };
+        for &input in &step.inputs {
+            if let Ref::Node { index: from, .. } = input {
+                if let Some(t) = takers.get_mut(from as usize) {
+                    t.push(index);
+                }
+            }
+        }
+    }
+    takers
+}
+
+/// Whether every op outside `members` (sorted) that takes their values comes after `at`.
+fn taken_after(takers: &[Vec<usize>], members: &[usize], at: usize) -> bool {
+    members.iter().all(|&m| {
+        takers[m]
+            .iter()
+            .all(|&t| t > at || members.binary_search(&t).is_ok())
+    })
+}
+
 /// Whether every value that ops `members` (sorted) take from outside them comes before `start`.
 fn takes_from_before(steps: &[Option<NodeOp<'_>>], members: &[usize], start: usize) -> bool {
     members.iter().all(|&m| {
@@ -310,10 +553,7 @@ fn takes_from_before(steps: &[Option<NodeOp<'_>>], members: &[usize], start: usi
 /// The shape of `step`'s output when it is an element-wise float op (`ElementOp`) whose inputs
 /// each fit a chain of that shape (`fits_chain`), as the call ran.
 fn elementwise_shape(step: &NodeOp<'_>, index: usize, recorded: &Recorded<'_>) -> Option<Vec<i64>> {
-    let fits = matches!(step.built, Built::AsRecorded)
-        && is_float(step)
-        && ElementOp::of_tf_op(step.op_name().to_bytes())
-            .is_some_and(|op| op.arity() == step.inputs.len());
+    let fits = is_float(step) && element_op(step).is_some_and(|op| op.arity() == step.inputs.len());
     let shape = recorded.shape_of(output(index, 0)).filter(|_| fits)?;
     let inputs_fit = step.inputs.iter().all(|&input| {
         recorded
@@ -323,13 +563,22 @@ fn elementwise_shape(step: &NodeOp<'_>, index: usize, recorded: &Recorded<'_>) -
     inputs_fit.then(|| shape.to_vec())
 }
 
+/// The element-wise op `step` computes, if it is one.
+fn element_op(step: &NodeOp<'_>) -> Option<ElementOp> {
+    match step.built {
+        Built::AsRecorded => ElementOp::of_tf_op(step.op_name().to_bytes()),
+        Built::Step { .. } => Some(ElementOp::Step),
+        _ => None,
+    }
+}
+
 /// Whether a value of `dims` may be an input of a chain of `shape`: of that shape, or one
 /// element (of no higher rank) to broadcast.
 pub fn fits_chain(dims: &[i64], shape: &[i64]) -> bool {
     dims == shape || (dims.iter().product::<i64>() == 1 && dims.len() <= shape.len())
 }
 
-/// Builds `chain` as one node at its start: its program over the values it takes from
+/// Builds `chain` as one node at its place (`at`): its program over the values it takes from
 /// outside (one of its shape first, which gives the outputs theirs), with an output for each
 /// value that anything outside it takes (`uses`) or fetches.
 fn fuse_chain(
@@ -366,7 +615,7 @@ fn fuse_chain(
     let mut taken_inside: HashMap<usize, usize> = HashMap::new();
     for &m in &chain.members {
         let Some(step) = &steps[m] else { return Ok(()) };
-        let Some(op) = ElementOp::of_tf_op(step.op_name().to_bytes()) else {
+        let Some(op) = element_op(step) else {
             return Ok(());
         };
         for &input in &step.inputs {
@@ -393,12 +642,12 @@ fn fuse_chain(
         instructions,
         results: outputs.iter().map(|&j| outside.len() + j).collect(),
     };
-    let Some(Some(first)) = steps.get(chain.start) else {
+    let Some(Some(first)) = steps.get(chain.at) else {
         return Ok(());
     };
     for (k, &j) in outputs.iter().enumerate() {
         let fused = Ref::Node {
-            index: chain.start as u32,
+            index: chain.at as u32,
             output: k as u32,
         };
         renamed.insert(output(chain.members[j], 0), fused);
@@ -414,7 +663,7 @@ fn fuse_chain(
     for &m in &chain.members {
         steps[m] = None;
     }
-    steps[chain.start] = Some(fused);
+    steps[chain.at] = Some(fused);
     Ok(())
 }
 

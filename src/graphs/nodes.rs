@@ -5,7 +5,8 @@ use std::ffi::CStr;
 use super::compiled::{Built, NodeOp};
 use super::fusions::fits_chain;
 use crate::error::{Error, Result};
-use crate::kernels::elementwise::{Elementwise, Program};
+use crate::kernels::column_sums::{sums_dims, ColumnSums};
+use crate::kernels::elementwise::{ElementOp, Elementwise, Program};
 use crate::ops::attrs;
 use crate::tf::custom_op::CpuKernel;
 use crate::tf::graph::{Graph, NodeOutput};
@@ -307,8 +308,22 @@ pub fn add_node(
     inputs: &[NodeOutput],
     status: &Status,
 ) -> Result<NodeOutput> {
-    if let Built::Elementwise { program, shape } = &step.built {
-        return add_elementwise(graph, program, shape, node_name, inputs, status);
+    match &step.built {
+        Built::Elementwise { program, shape } => {
+            return add_elementwise(graph, program, shape, node_name, inputs, status);
+        }
+        Built::Step { shape } => {
+            let step = Program::of_one(ElementOp::Step);
+            return add_elementwise(graph, &step, shape, node_name, inputs, status);
+        }
+        Built::ColumnSums {
+            mean,
+            keep_dims,
+            shape,
+        } => {
+            return add_column_sums(graph, (*mean, *keep_dims), shape, node_name, inputs, status);
+        }
+        _ => {}
     }
     let prepared = step.prepared;
     let label = || prepared.name.to_string_lossy();
@@ -356,6 +371,40 @@ pub fn add_node(
     let finished = node.finish(status);
     applied?;
     finished
+}
+
+/// A `TfjsNodeRs>ColumnSums` node (`mean`, `keep_dims`) on the first of `inputs` (a recorded
+/// Sum's or Mean's; the axes, the other, are every one but the last), of `shape` as the
+/// recording saw it, which TF's shape inference must not contradict. The output's dims are
+/// given to TF, which cannot infer them for this package's ops.
+fn add_column_sums(
+    graph: &Graph,
+    (mean, keep_dims): (bool, bool),
+    shape: &[i64],
+    node_name: &CStr,
+    inputs: &[NodeOutput],
+    status: &Status,
+) -> Result<NodeOutput> {
+    let (Some(&values), Some(dims)) = (inputs.first(), sums_dims(shape, keep_dims)) else {
+        return Err(Error::Invalid(format!(
+            "column sums take a tensor of rank 1 or more, got {shape:?}"
+        )));
+    };
+    if graph
+        .static_dims(values, status)?
+        .is_some_and(|d| d != shape)
+    {
+        return Err(Error::Invalid(format!(
+            "the input of column sums of shape {shape:?} has another shape"
+        )));
+    }
+    let mut node = graph.node(ColumnSums::SPEC.name, node_name)?;
+    node.add_input(values);
+    node.set_bool(c"mean", mean);
+    node.set_bool(c"keep_dims", keep_dims);
+    let node = node.finish(status)?;
+    graph.set_static_dims(node, &dims, status)?;
+    Ok(node)
 }
 
 /// `program` as a `TfjsNodeRs>Elementwise` node on `inputs`, whose outputs have the first

@@ -4,10 +4,10 @@
 //! computes the chain a block of elements at a time, the block's intermediate values staying
 //! in cache, and writes only what the graph takes from it (`graphs::fusions` finds the chains).
 //!
-//! Each op computes exactly what TF's CPU kernel does (IEEE `+ - * /` and square root; NaN
-//! and signed-zero rules of TF's Maximum, Minimum and Relu), with denormals flushed to zero as
-//! TF's kernels compute (`threads::DenormalsFlushed`), so a fused chain gives the same bits as
-//! its ops run eagerly.
+//! Each op computes exactly what TF's CPU kernels do (IEEE `+ - * /` and square root; NaN
+//! and signed-zero rules of TF's Maximum, Minimum, Relu and Sign), with denormals flushed to
+//! zero as TF's kernels compute (`threads::DenormalsFlushed`), so a fused chain gives the same
+//! bits as its ops run eagerly.
 //!
 //! Inputs: `N` float tensors, each of the shape of the first or of one element (a scalar it
 //! broadcasts). Outputs: `M` tensors of the first input's shape. `program` lists the ops as
@@ -33,6 +33,8 @@ pub enum ElementOp {
     Square,
     Sqrt,
     Relu,
+    /// 1 where the input is above 0, else 0: TF's Relu of its Sign (tfjs's ReLU gradient).
+    Step,
 }
 
 /// Each op by its code in `program` (its index here) and by the TF op it computes.
@@ -47,6 +49,8 @@ const OPS: &[(ElementOp, &str, usize)] = &[
     (ElementOp::Square, "Square", 1),
     (ElementOp::Sqrt, "Sqrt", 1),
     (ElementOp::Relu, "Relu", 1),
+    // No TF op: `graphs::fusions` finds the two ops.
+    (ElementOp::Step, "Relu(Sign)", 1),
 ];
 
 impl ElementOp {
@@ -108,6 +112,15 @@ macro_rules! compiled_for {
 }
 
 impl Program {
+    /// `op` (of one input) over one input.
+    pub fn of_one(op: ElementOp) -> Program {
+        Program {
+            inputs: 1,
+            instructions: vec![Instruction { op, a: 0, b: 0 }],
+            results: vec![1],
+        }
+    }
+
     /// The `program` and `results` attrs of a node running this program.
     pub fn to_attrs(&self) -> (Vec<i64>, Vec<i64>) {
         let program = self
@@ -344,6 +357,8 @@ fn apply(op: ElementOp, a: Operand<'_>, b: Operand<'_>, out: &mut [f32]) {
         ElementOp::Sqrt => unary(out, a, f32::sqrt),
         // TF's Relu keeps a NaN and makes -0 (and, flushed, a denormal) +0.
         ElementOp::Relu => unary(out, a, |x| if x <= 0.0 { 0.0 } else { x }),
+        // TF's Sign makes NaN and zeros 0, and a denormal a denormal that its Relu flushes.
+        ElementOp::Step => unary(out, a, |x| if x > 0.0 { 1.0 } else { 0.0 }),
     }
 }
 

@@ -1,8 +1,10 @@
 //! CPU kernels this package adds to TF: for ops whose TF kernels are slow at the sizes tfjs
-//! models use, and for chains of element-wise ops fused into one node of a call's graph
-//! (`elementwise`). They are registered once per process, before the first context is made,
-//! and then run like TF's own: eagerly, and inside graphs.
+//! models use, for chains of element-wise ops fused into one node of a call's graph
+//! (`elementwise`), and for a call's sums over every axis but the last (`column_sums`). They
+//! are registered once per process, before the first context is made, and then run like TF's
+//! own: eagerly, and inside graphs.
 
+pub mod column_sums;
 pub mod elementwise;
 mod single_channel_conv;
 mod single_channel_pool;
@@ -14,6 +16,7 @@ use crate::error::{Error, Result};
 use crate::tf::custom_op;
 use crate::tf::status::Status;
 
+use column_sums::ColumnSums;
 use elementwise::Elementwise;
 use single_channel_conv::SingleChannelConv2D;
 use single_channel_pool::SingleChannelMaxPool;
@@ -154,6 +157,7 @@ pub fn register() {
         let status = Status::new();
         let _ = custom_op::register::<SingleChannelConv2D>(&status)
             .and_then(|()| custom_op::register::<SingleChannelMaxPool>(&status))
-            .and_then(|()| custom_op::register::<Elementwise>(&status));
+            .and_then(|()| custom_op::register::<Elementwise>(&status))
+            .and_then(|()| custom_op::register::<ColumnSums>(&status));
     });
 }

@@ -1,12 +1,15 @@
 //! Splitting a kernel's work across the cores, in TF's float mode. The C API gives kernels no
 //! access to TF's intra-op thread pool, so a kernel that would run on one core where TF's own
-//! kernels use them all starts threads of its own for the call (a scoped thread costs 20-40
-//! µs, so only for work that takes far longer). TF's kernels compute with denormals flushed
-//! to zero (its pool's threads flush them), but a graph run on the calling thread does not
-//! flush: each part of the work flushes them itself, so that a kernel's values are TF's.
+//! kernels use them all hands parts to a pool of its own (`Pool`). TF's kernels compute with
+//! denormals flushed to zero (its pool's threads flush them), but a graph run on the calling
+//! thread does not flush: each part of the work flushes them itself, so that a kernel's values
+//! are TF's.
 
 use std::ops::Range;
-use std::sync::OnceLock;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 
@@ -24,37 +27,177 @@ pub fn parts(len: usize) -> usize {
     cores().min(len / MIN_PART).max(1)
 }
 
-/// Runs `work(part)` for each of `parts` parts, part 0 on the calling thread and the others on
-/// threads of their own, each with denormals flushed (`DenormalsFlushed`); the first error wins.
+/// Runs `work(part)` for each of `parts` parts, on the calling thread and on the pool's
+/// threads (`Pool`), each part with denormals flushed (`DenormalsFlushed`); the first error
+/// wins. The calling thread takes parts too, so the work is done even when every pool thread
+/// is busy with another kernel's.
 pub fn run_parts<W>(parts: Vec<W>, work: impl Fn(W) -> Result<()> + Sync) -> Result<()>
 where
     W: Send,
 {
-    let flushed = |part: W| {
-        let _flushed = DenormalsFlushed::new();
-        work(part)
-    };
-    let mut parts = parts.into_iter();
-    let Some(first) = parts.next() else {
-        return Ok(());
-    };
-    if parts.len() == 0 {
-        return flushed(first);
-    }
-    std::thread::scope(|scope| {
-        let flushed = &flushed;
-        let others: Vec<_> = parts
-            .map(|part| scope.spawn(move || flushed(part)))
-            .collect();
-        let mut result = flushed(first);
-        for other in others {
-            let joined = other
-                .join()
-                .unwrap_or_else(|_| Err(Error::Invalid("a kernel thread panicked".into())));
-            result = result.and(joined);
+    let count = parts.len();
+    let slots: Vec<Mutex<Option<W>>> = parts.into_iter().map(|p| Mutex::new(Some(p))).collect();
+    let next = AtomicUsize::new(0);
+    let outcome: Mutex<Result<()>> = Mutex::new(Ok(()));
+    // Takes parts until none is left; a panicking part is an error, never an unwind past the
+    // wait below.
+    let take_parts = || loop {
+        let at = next.fetch_add(1, Ordering::Relaxed);
+        let Some(slot) = slots.get(at) else { return };
+        let part = locked(slot).take();
+        let done = part.map_or(Ok(()), |part| {
+            catch_unwind(AssertUnwindSafe(|| {
+                let _flushed = DenormalsFlushed::new();
+                work(part)
+            }))
+            .unwrap_or_else(|_| Err(Error::Invalid("a kernel's part panicked".into())))
+        });
+        if let Err(err) = done {
+            let mut first = locked(&outcome);
+            if first.is_ok() {
+                *first = Err(err);
+            }
         }
-        result
-    })
+    };
+    if count > 1 {
+        Pool::get().run_with_helpers(count - 1, &take_parts);
+    } else {
+        take_parts();
+    }
+    outcome.into_inner().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// `mutex`'s guard, poisoned or not: nothing here panics while holding one, and a call must
+/// never return (or hang) on a poisoned lock while pool threads may still run its job.
+fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Threads that live as long as the process, one per core but the caller's, taking parts of
+/// kernels' work: starting a thread per call cost 40-80 µs here, a pass over 2 MB. No library:
+/// the pool is `Condvar`s and a queue, and one lifetime to erase (`Helper::job`).
+struct Pool {
+    queue: Mutex<Vec<Helper>>,
+    /// Helpers in `queue`, read without its lock by spinning threads.
+    waiting: AtomicUsize,
+    ready: Condvar,
+}
+
+/// How long a pool thread looks for work before it sleeps.
+const SPIN: Duration = Duration::from_micros(50);
+
+/// A call's request for a pool thread to help: run `job` (which takes parts until none is
+/// left), then count down `latch`.
+struct Helper {
+    job: *const (dyn Fn() + Sync),
+    latch: Arc<Latch>,
+}
+
+// SAFETY: `job` is Sync, and `run_with_helpers` keeps it alive until the helper is done with it.
+unsafe impl Send for Helper {}
+
+/// Helpers of a call not yet done; the call waits for none.
+struct Latch {
+    outstanding: Mutex<usize>,
+    done: Condvar,
+}
+
+impl Latch {
+    fn count_down(&self) {
+        let mut n = locked(&self.outstanding);
+        *n = n.saturating_sub(1);
+        if *n == 0 {
+            self.done.notify_all();
+        }
+    }
+}
+
+impl Pool {
+    fn get() -> &'static Pool {
+        static POOL: OnceLock<Pool> = OnceLock::new();
+        POOL.get_or_init(|| {
+            for _ in 1..cores() {
+                // A pool short of threads still finishes every call (the caller takes parts).
+                let _ = std::thread::Builder::new()
+                    .name("tfjs-node-rs-kernels".into())
+                    .spawn(|| Pool::get().serve());
+            }
+            Pool {
+                queue: Mutex::new(Vec::new()),
+                waiting: AtomicUsize::new(0),
+                ready: Condvar::new(),
+            }
+        })
+    }
+
+    fn serve(&self) {
+        loop {
+            // A graph's kernels come one after another: a thread that looks for work a while
+            // before it sleeps takes the next one at once, where waking it took 50 µs.
+            let idle = Instant::now();
+            while self.waiting.load(Ordering::Relaxed) == 0 && idle.elapsed() < SPIN {
+                std::hint::spin_loop();
+            }
+            let mut queue = locked(&self.queue);
+            let helper = loop {
+                match queue.pop() {
+                    Some(helper) => {
+                        self.waiting.store(queue.len(), Ordering::Relaxed);
+                        break helper;
+                    }
+                    None => {
+                        queue = self
+                            .ready
+                            .wait(queue)
+                            .unwrap_or_else(PoisonError::into_inner)
+                    }
+                }
+            };
+            drop(queue);
+            // SAFETY: the job stays alive until this helper counts down (run_with_helpers).
+            unsafe { (*helper.job)() };
+            helper.latch.count_down();
+        }
+    }
+
+    /// Runs `job` on this thread and on up to `helpers` pool threads at once, and returns when
+    /// every pool thread that took it is done with it.
+    fn run_with_helpers(&self, helpers: usize, job: &(dyn Fn() + Sync)) {
+        let latch = Arc::new(Latch {
+            outstanding: Mutex::new(helpers),
+            done: Condvar::new(),
+        });
+        // SAFETY: only the lifetime is erased: the pointer is used by helpers only, each of
+        // which is either withdrawn below or counted down before this function returns.
+        let erased: *const (dyn Fn() + Sync) = unsafe { std::mem::transmute(job) };
+        let mut queue = locked(&self.queue);
+        queue.extend((0..helpers).map(|_| Helper {
+            job: erased,
+            latch: latch.clone(),
+        }));
+        self.waiting.store(queue.len(), Ordering::Relaxed);
+        drop(queue);
+        self.ready.notify_all();
+        job();
+        // Helpers no pool thread took are not needed any more: the job is done.
+        let mut queue = locked(&self.queue);
+        queue.retain(|h| {
+            let ours = Arc::ptr_eq(&h.latch, &latch);
+            if ours {
+                latch.count_down();
+            }
+            !ours
+        });
+        self.waiting.store(queue.len(), Ordering::Relaxed);
+        drop(queue);
+        let mut outstanding = locked(&latch.outstanding);
+        while *outstanding > 0 {
+            outstanding = latch
+                .done
+                .wait(outstanding)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+    }
 }
 
 /// The ranges of `parts` parts of `0..len`, each starting at a multiple of `align`.

@@ -109,6 +109,21 @@ impl KernelAttrs {
         Ok(value)
     }
 
+    pub fn bool(&self, name: &CStr) -> Result<bool> {
+        let mut value = 0u8;
+        // SAFETY: the construction context is live during `create`; the out-pointer is valid.
+        unsafe {
+            ext::TF_OpKernelConstruction_GetAttrBool(
+                self.raw,
+                name.as_ptr(),
+                &mut value,
+                self.status.raw(),
+            )
+        };
+        self.status.check()?;
+        Ok(value != 0)
+    }
+
     /// An int list attr.
     pub fn int_list(&self, name: &CStr) -> Result<Vec<i64>> {
         let status = &self.status;

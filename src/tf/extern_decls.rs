@@ -2,7 +2,7 @@
 //! every value TF returns.
 
 use std::ffi::c_void;
-use std::os::raw::{c_char, c_int};
+use std::os::raw::{c_char, c_int, c_uchar};
 
 use tensorflow_sys as sys;
 
@@ -127,6 +127,12 @@ extern "C" {
         attr_name: *const c_char,
         vals: *mut i64,
         max_vals: c_int,
+        status: *mut sys::TF_Status,
+    );
+    pub fn TF_OpKernelConstruction_GetAttrBool(
+        ctx: *mut TF_OpKernelConstruction,
+        attr_name: *const c_char,
+        val: *mut c_uchar,
         status: *mut sys::TF_Status,
     );
     pub fn TF_OpKernelConstruction_GetAttrInt64(
