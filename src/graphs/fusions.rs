@@ -10,7 +10,7 @@ use std::ffi::CStr;
 
 use super::compiled::{small_integers, Built, NodeOp, OutputSpec, Ref};
 use crate::error::Result;
-use crate::kernels::elementwise::{ElementOp, Instruction, Program};
+use crate::kernels::elementwise::{broadcasts, ElementOp, Instruction, Program};
 use crate::ops::attrs::{AttrValue, OwnedAttr};
 use crate::tf::dtype::DTYPES;
 use crate::tf::handle::TensorHandle;
@@ -82,6 +82,7 @@ pub fn fuse(
     fuse_conv_batch_norm(steps, &mut uses);
     fuse_steps(steps, &mut uses, recorded);
     fuse_conv_bias_relu(steps, &mut uses, recorded);
+    untile_channels(steps, &mut uses, recorded);
     fuse_elementwise(steps, fetches, &uses, recorded)?;
     let fused = |step: &NodeOp<'_>| !matches!(step.built, Built::AsRecorded);
     Ok(steps.iter().flatten().filter(|step| fused(step)).count())
@@ -510,6 +511,63 @@ fn fuse_conv_bias_relu(
     }
 }
 
+/// A float Tile of a vector along the last axis (tfjs's batch norm gradient tiles its
+/// statistics over the activations) that only binary element-wise ops take, each with the
+/// tile's shape in its other input, is left out: they take the vector, which TF's ops
+/// broadcast and element-wise chains read as a vector, instead of a pass writing the tile and
+/// one reading it.
+fn untile_channels(
+    steps: &mut [Option<NodeOp<'_>>],
+    uses: &mut HashMap<Ref, usize>,
+    recorded: &Recorded<'_>,
+) {
+    let takers = takers(steps);
+    for index in 0..steps.len() {
+        let Some(tile) = &steps[index] else { continue };
+        let tiled = output(index, 0);
+        let (Some(shape), Some(&vector)) = (recorded.shape_of(tiled), tile.inputs.first()) else {
+            continue;
+        };
+        let takes_with_full = |t: usize| {
+            steps[t].as_ref().is_some_and(|step| {
+                element_op(step).is_some_and(|op| op.arity() == 2)
+                    && step.inputs.len() == 2
+                    && step
+                        .inputs
+                        .iter()
+                        .any(|&i| i != tiled && recorded.shape_of(i) == Some(shape))
+            })
+        };
+        if tile.op_name() != c"Tile"
+            || tile.built != Built::AsRecorded
+            || !is_float(tile)
+            || recorded.shape_of(vector).is_none_or(|dims| {
+                dims.len() != shape.len() || dims == shape || !broadcasts(dims, shape)
+            })
+            || uses.get(&tiled) != Some(&takers[index].len())
+            || !takers[index].iter().all(|&t| takes_with_full(t))
+        {
+            continue;
+        }
+        for input in &tile.inputs {
+            if let Some(n) = uses.get_mut(input) {
+                *n = n.saturating_sub(1);
+            }
+        }
+        *uses.entry(vector).or_insert(0) += takers[index].len();
+        uses.remove(&tiled);
+        steps[index] = None;
+        for &t in &takers[index] {
+            if let Some(step) = &mut steps[t] {
+                step.inputs
+                    .iter_mut()
+                    .filter(|i| **i == tiled)
+                    .for_each(|i| *i = vector);
+            }
+        }
+    }
+}
+
 /// The ops that take each op's outputs, in order.
 fn takers(steps: &[Option<NodeOp<'_>>]) -> Vec<Vec<usize>> {
     let mut takers = vec![Vec::new(); steps.len()];
@@ -551,14 +609,14 @@ fn takes_from_before(steps: &[Option<NodeOp<'_>>], members: &[usize], start: usi
 }
 
 /// The shape of `step`'s output when it is an element-wise float op (`ElementOp`) whose inputs
-/// each fit a chain of that shape (`fits_chain`), as the call ran.
+/// each fit a chain of that shape (`elementwise::broadcasts`), as the call ran.
 fn elementwise_shape(step: &NodeOp<'_>, index: usize, recorded: &Recorded<'_>) -> Option<Vec<i64>> {
     let fits = is_float(step) && element_op(step).is_some_and(|op| op.arity() == step.inputs.len());
     let shape = recorded.shape_of(output(index, 0)).filter(|_| fits)?;
     let inputs_fit = step.inputs.iter().all(|&input| {
         recorded
             .shape_of(input)
-            .is_some_and(|dims| fits_chain(dims, shape))
+            .is_some_and(|dims| broadcasts(dims, shape))
     });
     inputs_fit.then(|| shape.to_vec())
 }
@@ -570,12 +628,6 @@ fn element_op(step: &NodeOp<'_>) -> Option<ElementOp> {
         Built::Step { .. } => Some(ElementOp::Step),
         _ => None,
     }
-}
-
-/// Whether a value of `dims` may be an input of a chain of `shape`: of that shape, or one
-/// element (of no higher rank) to broadcast.
-pub fn fits_chain(dims: &[i64], shape: &[i64]) -> bool {
-    dims == shape || (dims.iter().product::<i64>() == 1 && dims.len() <= shape.len())
 }
 
 /// Builds `chain` as one node at its place (`at`): its program over the values it takes from

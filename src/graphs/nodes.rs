@@ -3,10 +3,9 @@
 use std::ffi::CStr;
 
 use super::compiled::{Built, NodeOp};
-use super::fusions::fits_chain;
 use crate::error::{Error, Result};
 use crate::kernels::column_sums::{sums_dims, ColumnSums};
-use crate::kernels::elementwise::{ElementOp, Elementwise, Program};
+use crate::kernels::elementwise::{broadcasts, ElementOp, Elementwise, Program};
 use crate::ops::attrs;
 use crate::tf::custom_op::CpuKernel;
 use crate::tf::graph::{Graph, NodeOutput};
@@ -410,7 +409,7 @@ fn add_column_sums(
 /// `program` as a `TfjsNodeRs>Elementwise` node on `inputs`, whose outputs have the first
 /// input's shape, `shape` as the recording saw it. Where TF's shape inference knows an input's
 /// shape, it must agree: the chain's for the first, one that fits the chain
-/// (`fusions::fits_chain`) for the others; else the node is not built. Where it does not (after this package's
+/// (`elementwise::broadcasts`) for the others; else the node is not built. Where it does not (after this package's
 /// own kernels), the kernel checks the element counts.
 fn add_elementwise(
     graph: &Graph,
@@ -425,7 +424,7 @@ fn add_elementwise(
             if k == 0 {
                 d == shape
             } else {
-                fits_chain(&d, shape)
+                broadcasts(&d, shape)
             }
         });
         if !fits {

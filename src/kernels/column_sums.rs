@@ -20,19 +20,37 @@ const BLOCK: usize = 1 << 14;
 /// otherwise be a loop of 16).
 const LANES: usize = 256;
 
-/// The columns of `values` (rows of `columns` floats each) summed into `sums`, in one thread:
-/// one core reads at the speed of memory here (18 MB in 0.64 ms, against as long with two),
-/// and starting another thread costs 40-80 µs, what a pass over 2 MB takes.
-fn column_sums(values: &[f32], columns: usize, sums: &mut [f32]) {
+/// The columns of `values` (rows of `columns` floats each) summed into `sums`, a part of the
+/// rows on each core (`threads`), whose sums are then added in order. In a training step the
+/// values were just written by a kernel on every core, and read back from the caches of both
+/// (the ResNet block's step: 20.7 -> 19.9 ms against one thread).
+fn column_sums(values: &[f32], columns: usize, sums: &mut [f32]) -> Result<()> {
     sums.fill(0.0);
     if columns == 0 {
-        return;
+        return Ok(());
     }
-    let _flushed = threads::DenormalsFlushed::new();
-    sum_rows(values, columns, sums);
+    let rows = values.len() / columns;
+    let ranges = threads::ranges(rows, threads::parts(values.len()), 1);
+    let mut partials = vec![0f32; ranges.len() * columns];
+    let parts: Vec<_> = ranges
+        .into_iter()
+        .zip(partials.chunks_mut(columns))
+        .collect();
+    threads::run_parts(parts, |(range, part)| {
+        sum_rows(
+            &values[range.start * columns..range.end * columns],
+            columns,
+            part,
+        );
+        Ok(())
+    })?;
+    for part in partials.chunks(columns) {
+        sums.iter_mut().zip(part).for_each(|(s, &p)| *s += p);
+    }
+    Ok(())
 }
 
-/// Whole rows, `LANES` elements or a few more at a time, are added to
+/// One part's column sums: whole rows, `LANES` elements or a few more at a time, are added to
 /// as many rows of sums, which are folded into the columns' at the end.
 fn sum_rows(values: &[f32], columns: usize, sums: &mut [f32]) {
     let width = LANES.div_ceil(columns) * columns;
@@ -92,7 +110,7 @@ impl CpuKernel for ColumnSums {
         let mut output = ctx.allocate_f32_output(0, &out_dims)?;
         let sums = output.f32s_mut()?;
         let values = input.f32s()?;
-        column_sums(values, sums.len(), sums);
+        column_sums(values, sums.len(), sums)?;
         if self.mean {
             // As TF's Mean: the sum divided by the count, a float (0 / 0 for no rows).
             let rows = dims[..dims.len() - 1].iter().product::<i64>() as f32;
@@ -112,7 +130,7 @@ mod tests {
         let rows = 300_001;
         let values: Vec<f32> = (0..rows * 3).map(|i| ((i % 7) as f32) - 3.0).collect();
         let mut sums = [0f32; 3];
-        column_sums(&values, 3, &mut sums);
+        column_sums(&values, 3, &mut sums).unwrap();
         for (c, &got) in sums.iter().enumerate() {
             let exact: f64 = (0..rows).map(|r| (((r * 3 + c) % 7) as f64) - 3.0).sum();
             assert_eq!(got as f64, exact, "column {c}");
@@ -122,8 +140,8 @@ mod tests {
     #[test]
     fn no_rows_or_columns_sum_to_zeros() {
         let mut sums = [1f32; 4];
-        column_sums(&[], 4, &mut sums);
+        column_sums(&[], 4, &mut sums).unwrap();
         assert_eq!(sums, [0.0; 4]);
-        column_sums(&[], 0, &mut []);
+        column_sums(&[], 0, &mut []).unwrap();
     }
 }

@@ -19,6 +19,7 @@ use std::ops::Range;
 use super::threads;
 use crate::error::{Error, Result};
 use crate::tf::custom_op::{CpuKernel, KernelAttrs, KernelContext, OpSpec};
+use crate::tf::tensor::Tensor;
 
 /// The element-wise ops a program may hold: the TF op each computes, and its inputs.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -178,8 +179,9 @@ impl Program {
         })
     }
 
-    /// Runs the program over `inputs` (each `len` elements, or one to broadcast), writing
-    /// `outputs` (`len` elements each), in parts on all cores when there are enough elements.
+    /// Runs the program over `inputs` (each `len` elements, or one, or a vector along the last
+    /// axis, to broadcast), writing `outputs` (`len` elements each), in parts on all cores when
+    /// there are enough elements.
     fn run(&self, inputs: &[Input<'_>], outputs: Vec<&mut [f32]>, len: usize) -> Result<()> {
         if inputs.len() != self.inputs || outputs.len() != self.results.len() {
             return Err(Error::Invalid(format!(
@@ -194,13 +196,41 @@ impl Program {
             let fits = match *input {
                 Input::Values(values) => values.len() == len || values.len() == 1,
                 Input::InOutput(out) => out < outputs.len(),
+                Input::Channels(values) => !values.is_empty() && len.is_multiple_of(values.len()),
+                Input::Tiled { .. } => false,
             };
             if !fits {
                 return Err(Error::Range(format!(
-                    "element-wise input {k} has neither {len} elements nor 1"
+                    "element-wise input {k} has neither {len} elements, nor 1, nor a divisor"
                 )));
             }
         }
+        // Each vector repeated over a block and one more period: any block's values are then
+        // one slice of it, from the block's start modulo the period.
+        let tiles: Vec<Vec<f32>> = inputs
+            .iter()
+            .map(|input| match *input {
+                Input::Channels(values) => values
+                    .iter()
+                    .copied()
+                    .cycle()
+                    .take(BLOCK + values.len())
+                    .collect(),
+                _ => Vec::new(),
+            })
+            .collect();
+        let inputs: Vec<Input<'_>> = inputs
+            .iter()
+            .zip(&tiles)
+            .map(|(&input, tile)| match input {
+                Input::Channels(values) => Input::Tiled {
+                    tile,
+                    period: values.len(),
+                },
+                other => other,
+            })
+            .collect();
+        let inputs = &inputs[..];
         if outputs.iter().any(|out| out.len() != len) {
             return Err(Error::Range(format!(
                 "element-wise outputs must hold {len} elements"
@@ -294,6 +324,11 @@ impl Program {
             Some(Input::Values(&[value])) => Operand::Scalar(value),
             Some(Input::Values(values)) => Operand::Block(&values[block.start..][..block.len]),
             Some(Input::InOutput(k)) => Operand::Block(&outputs[k][block.at..][..block.len]),
+            Some(Input::Tiled { tile, period }) => {
+                Operand::Block(&tile[block.start % period..][..block.len])
+            }
+            // `run` makes every vector a tile.
+            Some(Input::Channels(values)) => Operand::Scalar(values[0]),
             None => {
                 let at = (v - self.inputs) * block.stride;
                 Operand::Block(&scratch[at..at + block.len])
@@ -308,6 +343,44 @@ impl Program {
 pub enum Input<'a> {
     Values(&'a [f32]),
     InOutput(usize),
+    /// A vector along the last axis (a bias, a batch norm's statistics), repeated.
+    Channels(&'a [f32]),
+    /// A `Channels` vector (of `period` values) repeated over a block and one more period.
+    Tiled {
+        tile: &'a [f32],
+        period: usize,
+    },
+}
+
+impl<'a> Input<'a> {
+    /// The values of `tensor`, an input of a chain over `len` values of `dims`.
+    fn of(tensor: &'a Tensor, dims: &[i64], len: usize) -> Result<Input<'a>> {
+        let values = tensor.f32s()?;
+        if values.len() == len || values.len() == 1 {
+            return Ok(Input::Values(values));
+        }
+        let input_dims = tensor.dims();
+        if !broadcasts(&input_dims, dims) {
+            return Err(Error::Range(format!(
+                "an element-wise input of shape {input_dims:?} does not broadcast to {dims:?}"
+            )));
+        }
+        Ok(Input::Channels(values))
+    }
+}
+
+/// Whether an input of `dims` may take part in a chain over values of `shape`: of that shape, or
+/// one element, or a vector along the last axis, of no higher rank (each then broadcast).
+pub fn broadcasts(dims: &[i64], shape: &[i64]) -> bool {
+    if dims == shape {
+        return true;
+    }
+    let Some((&last, leading)) = dims.split_last() else {
+        return true;
+    };
+    dims.len() <= shape.len()
+        && leading.iter().all(|&d| d == 1)
+        && (last == 1 || shape.last() == Some(&last))
 }
 
 /// Elements `start..start + len` of the data, at `at` in the part a thread computes; each op's
@@ -439,19 +512,19 @@ impl CpuKernel for Elementwise {
                 None => ctx.input(j).map(Some),
             })
             .collect::<Result<Vec<_>>>()?;
-        let inputs = tensors
-            .iter()
-            .zip(&in_output)
-            .map(|(tensor, &k)| match (tensor, k) {
-                (Some(tensor), _) => tensor.f32s().map(Input::Values),
-                (None, Some(k)) => Ok(Input::InOutput(k)),
-                (None, None) => Err(Error::Invalid("an input is missing".into())),
-            })
-            .collect::<Result<Vec<_>>>()?;
         let len = dims
             .iter()
             .try_fold(1usize, |n, &d| n.checked_mul(usize::try_from(d).ok()?))
             .ok_or_else(|| Error::Range(format!("shape {dims:?} is too large")))?;
+        let inputs = tensors
+            .iter()
+            .zip(&in_output)
+            .map(|(tensor, &k)| match (tensor, k) {
+                (Some(tensor), _) => Input::of(tensor, &dims, len),
+                (None, Some(k)) => Ok(Input::InOutput(k)),
+                (None, None) => Err(Error::Invalid("an input is missing".into())),
+            })
+            .collect::<Result<Vec<_>>>()?;
         let outs = outputs
             .iter_mut()
             .map(|t| t.f32s_mut())
@@ -510,6 +583,32 @@ mod tests {
             let ratio = (x[i] * x[i]).sqrt() / if y[i] > x[i] { y[i] } else { x[i] };
             assert_eq!(out1[i].to_bits(), ratio.to_bits(), "out1[{i}]");
         }
+    }
+
+    #[test]
+    fn a_vector_along_the_last_axis_repeats_across_blocks_and_parts() {
+        // out = x * v - v over 260 rows of 5 (1300 elements: 3 blocks, whose starts are not
+        // multiples of 5); then 300000 rows of 3, split across threads.
+        let p = program(2, &[(ElementOp::Mul, 0, 1), (ElementOp::Sub, 2, 1)], &[3]);
+        for (rows, columns) in [(260, 5), (300_000, 3)] {
+            let len = rows * columns;
+            let x: Vec<f32> = (0..len).map(|i| i as f32 * 0.25).collect();
+            let v: Vec<f32> = (0..columns).map(|c| c as f32 + 1.5).collect();
+            let mut out = vec![0f32; len];
+            p.run(
+                &[Input::Values(&x), Input::Channels(&v)],
+                vec![&mut out],
+                len,
+            )
+            .unwrap();
+            for i in 0..len {
+                let c = v[i % columns];
+                assert_eq!(out[i], x[i] * c - c, "out[{i}]");
+            }
+        }
+        assert!(broadcasts(&[1, 1, 5], &[4, 3, 5]) && broadcasts(&[5], &[4, 3, 5]));
+        assert!(broadcasts(&[], &[4, 3, 5]) && broadcasts(&[1, 1], &[4, 3, 5]));
+        assert!(!broadcasts(&[3, 1], &[4, 3, 5]) && !broadcasts(&[1, 1, 1, 5], &[4, 5]));
     }
 
     #[test]
