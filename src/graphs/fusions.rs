@@ -76,13 +76,13 @@ pub fn fuse(
     status: &Status,
 ) -> Result<usize> {
     fuse_clipped_relu(steps, recorded, status)?;
-    fuse_column_sums(steps, recorded, status)?;
     // After the clips: a Relu that only a clip took is then needed by nothing.
     let mut uses = prune(steps, fetches);
     fuse_conv_batch_norm(steps, &mut uses);
     fuse_steps(steps, &mut uses, recorded);
     fuse_conv_bias_relu(steps, &mut uses, recorded);
     untile_channels(steps, &mut uses, recorded);
+    fuse_column_sums(steps, &mut uses, recorded, status)?;
     fuse_elementwise(steps, fetches, &uses, recorded)?;
     let fused = |step: &NodeOp<'_>| !matches!(step.built, Built::AsRecorded);
     Ok(steps.iter().flatten().filter(|step| fused(step)).count())
@@ -132,24 +132,30 @@ fn fuse_clipped_relu(
 /// fewer, TF's kernel costs about as much, and keeps its own bits.
 const COLUMN_SUMS_MIN_ELEMENTS: i64 = 1 << 14;
 
+/// Factors, at most, of a product whose column sums are one node.
+const MAX_FACTORS: usize = 4;
+
 /// A float Sum or Mean over every axis but the last (a bias's gradient, a batch norm's
 /// statistics and their gradients, over NHWC activations) is built as `TfjsNodeRs>ColumnSums`
 /// (`kernels::column_sums`): one pass over the data at the speed of memory, where TF's reduction
-/// made a third of it (a convnet's training step: 3.2 of 45 ms in two Sums, then 1.4). The axes
-/// must be values every call has.
+/// made a third of it (a convnet's training step: 3.2 of 45 ms in two Sums, then 1.4). The
+/// Muls that only the sum takes are left out, their factors multiplied as the node sums (a batch
+/// norm's gradient sums products of the activations' gradient, the normalized activations and
+/// a vector of the channels). The axes must be values every call has.
 fn fuse_column_sums(
     steps: &mut [Option<NodeOp<'_>>],
+    uses: &mut HashMap<Ref, usize>,
     recorded: &Recorded<'_>,
     status: &Status,
 ) -> Result<()> {
-    for (index, slot) in steps.iter_mut().enumerate() {
-        let Some(step) = slot else { continue };
+    for index in 0..steps.len() {
+        let Some(step) = &steps[index] else { continue };
         let mean = match step.op_name().to_bytes() {
             b"Sum" => false,
             b"Mean" => true,
             _ => continue,
         };
-        let (&[values, axes], Built::AsRecorded) = (&step.inputs[..], &step.built) else {
+        let (&[values, axes_input], Built::AsRecorded) = (&step.inputs[..], &step.built) else {
             continue;
         };
         let Some(shape) = recorded.shape_of(values) else {
@@ -163,7 +169,7 @@ fn fuse_column_sums(
         {
             continue;
         }
-        let Some(mut axes) = recorded.fixed_integers(axes, status)? else {
+        let Some(mut axes) = recorded.fixed_integers(axes_input, status)? else {
             continue;
         };
         axes.iter_mut().filter(|a| **a < 0).for_each(|a| *a += rank);
@@ -173,17 +179,75 @@ fn fuse_column_sums(
             continue;
         }
         let keep_dims = matches!(attr(step, c"keep_dims"), Some(AttrValue::Bool(true)));
-        *slot = Some(NodeOp {
-            prepared: step.prepared,
-            inputs: vec![values],
+        let (prepared, shape) = (step.prepared, shape.to_vec());
+        let mut factors = vec![values];
+        let mut products = Vec::new();
+        // Each factor that is a float Mul of the sum's shape, taken only here, is its two.
+        while let Some(k) = factors.iter().position(|&f| {
+            product_of(steps, uses, recorded, f, &shape).is_some() && factors.len() < MAX_FACTORS
+        }) {
+            let Ref::Node { index: at, .. } = factors[k] else {
+                break;
+            };
+            let Some(Some(mul)) = steps.get(at as usize) else {
+                break;
+            };
+            products.push(at as usize);
+            let taken = mul.inputs.clone();
+            factors.splice(k..=k, taken);
+        }
+        // The first factor is a tensor of the sum's shape (a product of them has one).
+        let Some(whole) = factors
+            .iter()
+            .position(|&f| recorded.shape_of(f) == Some(&shape[..]))
+        else {
+            continue;
+        };
+        factors.swap(0, whole);
+        for at in products {
+            uses.remove(&output(at, 0));
+            steps[at] = None;
+        }
+        if let Some(n) = uses.get_mut(&axes_input) {
+            *n = n.saturating_sub(1);
+        }
+        steps[index] = Some(NodeOp {
+            prepared,
+            inputs: factors,
             built: Built::ColumnSums {
                 mean,
                 keep_dims,
-                shape: shape.to_vec(),
+                shape,
             },
         });
     }
     Ok(())
+}
+
+/// `factor`'s op when it is a float Mul (as recorded) of values of `shape`, whose inputs
+/// broadcast to it, and whose value only one op takes.
+fn product_of<'s, 'a>(
+    steps: &'s [Option<NodeOp<'a>>],
+    uses: &HashMap<Ref, usize>,
+    recorded: &Recorded<'_>,
+    factor: Ref,
+    shape: &[i64],
+) -> Option<&'s NodeOp<'a>> {
+    let Ref::Node { index, output: 0 } = factor else {
+        return None;
+    };
+    let mul = steps.get(index as usize)?.as_ref()?;
+    let fits = mul.op_name() == c"Mul"
+        && mul.built == Built::AsRecorded
+        && is_float(mul)
+        && mul.inputs.len() == 2
+        && uses.get(&factor) == Some(&1)
+        && recorded.shape_of(factor) == Some(shape)
+        && mul
+            .inputs
+            .iter()
+            .all(|&i| recorded.shape_of(i).is_some_and(|d| broadcasts(d, shape)));
+    fits.then_some(mul)
 }
 
 /// Activations `_FusedConv2D` applies after a batch norm, which oneDNN's fused convolution

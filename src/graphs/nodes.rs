@@ -372,10 +372,10 @@ pub fn add_node(
     finished
 }
 
-/// A `TfjsNodeRs>ColumnSums` node (`mean`, `keep_dims`) on the first of `inputs` (a recorded
-/// Sum's or Mean's; the axes, the other, are every one but the last), of `shape` as the
-/// recording saw it, which TF's shape inference must not contradict. The output's dims are
-/// given to TF, which cannot infer them for this package's ops.
+/// A `TfjsNodeRs>ColumnSums` node (`mean`, `keep_dims`) of the product of `inputs`, the first
+/// of `shape` as the recording saw it, the others of a shape that broadcasts to it
+/// (`elementwise::broadcasts`), which TF's shape inference must not contradict. The output's
+/// dims are given to TF, which cannot infer them for this package's ops.
 fn add_column_sums(
     graph: &Graph,
     (mean, keep_dims): (bool, bool),
@@ -384,21 +384,15 @@ fn add_column_sums(
     inputs: &[NodeOutput],
     status: &Status,
 ) -> Result<NodeOutput> {
-    let (Some(&values), Some(dims)) = (inputs.first(), sums_dims(shape, keep_dims)) else {
+    let Some(dims) = sums_dims(shape, keep_dims).filter(|_| !inputs.is_empty()) else {
         return Err(Error::Invalid(format!(
-            "column sums take a tensor of rank 1 or more, got {shape:?}"
+            "column sums take tensors of rank 1 or more, got {shape:?}"
         )));
     };
-    if graph
-        .static_dims(values, status)?
-        .is_some_and(|d| d != shape)
-    {
-        return Err(Error::Invalid(format!(
-            "the input of column sums of shape {shape:?} has another shape"
-        )));
-    }
+    check_static_dims(graph, inputs, shape, status)?;
     let mut node = graph.node(ColumnSums::SPEC.name, node_name)?;
-    node.add_input(values);
+    node.add_input_list(inputs);
+    node.set_int(c"N", inputs.len() as i64);
     node.set_bool(c"mean", mean);
     node.set_bool(c"keep_dims", keep_dims);
     let node = node.finish(status)?;
@@ -406,19 +400,14 @@ fn add_column_sums(
     Ok(node)
 }
 
-/// `program` as a `TfjsNodeRs>Elementwise` node on `inputs`, whose outputs have the first
-/// input's shape, `shape` as the recording saw it. Where TF's shape inference knows an input's
-/// shape, it must agree: the chain's for the first, one that fits the chain
-/// (`elementwise::broadcasts`) for the others; else the node is not built. Where it does not (after this package's
-/// own kernels), the kernel checks the element counts.
-fn add_elementwise(
+/// Checks the dims TF's shape inference knows of `inputs` against `shape`, the recorded one of
+/// the first: that one, and one that broadcasts to it for the others.
+fn check_static_dims(
     graph: &Graph,
-    program: &Program,
-    shape: &[i64],
-    node_name: &CStr,
     inputs: &[NodeOutput],
+    shape: &[i64],
     status: &Status,
-) -> Result<NodeOutput> {
+) -> Result<()> {
     for (k, &input) in inputs.iter().enumerate() {
         let fits = graph.static_dims(input, status)?.is_none_or(|d| {
             if k == 0 {
@@ -429,10 +418,26 @@ fn add_elementwise(
         });
         if !fits {
             return Err(Error::Invalid(format!(
-                "input {k} of an element-wise chain of shape {shape:?} has another shape"
+                "input {k} of a fused node over values of shape {shape:?} has another shape"
             )));
         }
     }
+    Ok(())
+}
+
+/// `program` as a `TfjsNodeRs>Elementwise` node on `inputs`, whose outputs have the first
+/// input's shape, `shape` as the recording saw it (`check_static_dims`; where TF's shape
+/// inference does not know an input's shape, after this package's own kernels, the kernel
+/// checks the element counts).
+fn add_elementwise(
+    graph: &Graph,
+    program: &Program,
+    shape: &[i64],
+    node_name: &CStr,
+    inputs: &[NodeOutput],
+    status: &Status,
+) -> Result<NodeOutput> {
+    check_static_dims(graph, inputs, shape, status)?;
     let (ops, results) = program.to_attrs();
     let mut node = graph.node(Elementwise::SPEC.name, node_name)?;
     node.add_input_list(inputs);
