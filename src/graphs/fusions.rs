@@ -183,17 +183,13 @@ fn fuse_column_sums(
         let mut factors = vec![values];
         let mut products = Vec::new();
         // Each factor that is a float Mul of the sum's shape, taken only here, is its two.
-        while let Some(k) = factors.iter().position(|&f| {
-            product_of(steps, uses, recorded, f, &shape).is_some() && factors.len() < MAX_FACTORS
-        }) {
-            let Ref::Node { index: at, .. } = factors[k] else {
+        while factors.len() < MAX_FACTORS {
+            let Some((k, at, taken)) = factors.iter().enumerate().find_map(|(k, &f)| {
+                product_of(steps, uses, recorded, f, &shape).map(|(at, taken)| (k, at, taken))
+            }) else {
                 break;
             };
-            let Some(Some(mul)) = steps.get(at as usize) else {
-                break;
-            };
-            products.push(at as usize);
-            let taken = mul.inputs.clone();
+            products.push(at);
             factors.splice(k..=k, taken);
         }
         // The first factor is a tensor of the sum's shape (a product of them has one).
@@ -224,15 +220,15 @@ fn fuse_column_sums(
     Ok(())
 }
 
-/// `factor`'s op when it is a float Mul (as recorded) of values of `shape`, whose inputs
-/// broadcast to it, and whose value only one op takes.
-fn product_of<'s, 'a>(
-    steps: &'s [Option<NodeOp<'a>>],
+/// Where `factor`'s op is and what it takes, when it is a float Mul (as recorded) of values of
+/// `shape`, whose inputs broadcast to it, and whose value only one op takes.
+fn product_of(
+    steps: &[Option<NodeOp<'_>>],
     uses: &HashMap<Ref, usize>,
     recorded: &Recorded<'_>,
     factor: Ref,
     shape: &[i64],
-) -> Option<&'s NodeOp<'a>> {
+) -> Option<(usize, [Ref; 2])> {
     let Ref::Node { index, output: 0 } = factor else {
         return None;
     };
@@ -240,14 +236,16 @@ fn product_of<'s, 'a>(
     let fits = mul.op_name() == c"Mul"
         && mul.built == Built::AsRecorded
         && is_float(mul)
-        && mul.inputs.len() == 2
         && uses.get(&factor) == Some(&1)
         && recorded.shape_of(factor) == Some(shape)
         && mul
             .inputs
             .iter()
             .all(|&i| recorded.shape_of(i).is_some_and(|d| broadcasts(d, shape)));
-    fits.then_some(mul)
+    let &[a, b] = &mul.inputs[..] else {
+        return None;
+    };
+    fits.then_some((index as usize, [a, b]))
 }
 
 /// Activations `_FusedConv2D` applies after a batch norm, which oneDNN's fused convolution
@@ -356,7 +354,7 @@ impl Chain {
 }
 
 /// Runs of element-wise float ops (`kernels::elementwise::ElementOp`) on values of one shape,
-/// each input of the same shape or a scalar, are one `TfjsNodeRs>Elementwise` node: one pass
+/// each input of that shape, one value or a vector along the last axis, are one `TfjsNodeRs>Elementwise` node: one pass
 /// over the data instead of one per op (a training step's optimizer update and activation
 /// gradients). The node computes the same bits as the ops. Shapes are those the recording saw;
 /// building the node checks them against TF's (`nodes::add_node`).

@@ -103,7 +103,7 @@ macro_rules! compiled_for {
         #[target_feature(enable = $feature)]
         unsafe fn $name(
             &self,
-            inputs: &[Input<'_>],
+            inputs: &[Source<'_>],
             outputs: &mut [&mut [f32]],
             range: Range<usize>,
         ) {
@@ -197,7 +197,6 @@ impl Program {
                 Input::Values(values) => values.len() == len || values.len() == 1,
                 Input::InOutput(out) => out < outputs.len(),
                 Input::Channels(values) => !values.is_empty() && len.is_multiple_of(values.len()),
-                Input::Tiled { .. } => false,
             };
             if !fits {
                 return Err(Error::Range(format!(
@@ -219,18 +218,20 @@ impl Program {
                 _ => Vec::new(),
             })
             .collect();
-        let inputs: Vec<Input<'_>> = inputs
+        let sources: Vec<Source<'_>> = inputs
             .iter()
             .zip(&tiles)
             .map(|(&input, tile)| match input {
-                Input::Channels(values) => Input::Tiled {
+                Input::Values(&[value]) => Source::Scalar(value),
+                Input::Values(values) => Source::Values(values),
+                Input::InOutput(k) => Source::InOutput(k),
+                Input::Channels(values) => Source::Tiled {
                     tile,
                     period: values.len(),
                 },
-                other => other,
             })
             .collect();
-        let inputs = &inputs[..];
+        let sources = &sources[..];
         if outputs.iter().any(|out| out.len() != len) {
             return Err(Error::Range(format!(
                 "element-wise outputs must hold {len} elements"
@@ -247,7 +248,7 @@ impl Program {
             }
         }
         threads::run_parts(parts, |(range, mut outs)| {
-            self.run_range(inputs, &mut outs, range);
+            self.run_range(sources, &mut outs, range);
             Ok(())
         })
     }
@@ -256,7 +257,7 @@ impl Program {
     /// elements of each output), with the widest vectors the CPU has: TF's own element-wise
     /// kernels use them, and a chain of divisions and square roots (adam's update) is bound
     /// by them, not by memory.
-    fn run_range(&self, inputs: &[Input<'_>], outputs: &mut [&mut [f32]], range: Range<usize>) {
+    fn run_range(&self, inputs: &[Source<'_>], outputs: &mut [&mut [f32]], range: Range<usize>) {
         #[cfg(target_arch = "x86_64")]
         {
             if std::arch::is_x86_feature_detected!("avx512f") {
@@ -275,11 +276,11 @@ impl Program {
     compiled_for!(run_range_avx2, "avx2");
 
     /// Each block's ops read every input before its outputs are written, so an input may be
-    /// an output's buffer (`Input::InOutput`).
+    /// an output's buffer (`Source::InOutput`).
     #[inline(always)]
     fn run_range_portable(
         &self,
-        inputs: &[Input<'_>],
+        inputs: &[Source<'_>],
         outputs: &mut [&mut [f32]],
         range: Range<usize>,
     ) {
@@ -315,20 +316,18 @@ impl Program {
     fn operand<'a>(
         &self,
         v: usize,
-        inputs: &[Input<'a>],
+        inputs: &[Source<'a>],
         outputs: &'a [&mut [f32]],
         scratch: &'a [f32],
         block: Block,
     ) -> Operand<'a> {
         match inputs.get(v).copied() {
-            Some(Input::Values(&[value])) => Operand::Scalar(value),
-            Some(Input::Values(values)) => Operand::Block(&values[block.start..][..block.len]),
-            Some(Input::InOutput(k)) => Operand::Block(&outputs[k][block.at..][..block.len]),
-            Some(Input::Tiled { tile, period }) => {
+            Some(Source::Scalar(value)) => Operand::Scalar(value),
+            Some(Source::Values(values)) => Operand::Block(&values[block.start..][..block.len]),
+            Some(Source::InOutput(k)) => Operand::Block(&outputs[k][block.at..][..block.len]),
+            Some(Source::Tiled { tile, period }) => {
                 Operand::Block(&tile[block.start % period..][..block.len])
             }
-            // `run` makes every vector a tile.
-            Some(Input::Channels(values)) => Operand::Scalar(values[0]),
             None => {
                 let at = (v - self.inputs) * block.stride;
                 Operand::Block(&scratch[at..at + block.len])
@@ -345,11 +344,16 @@ pub enum Input<'a> {
     InOutput(usize),
     /// A vector along the last axis (a bias, a batch norm's statistics), repeated.
     Channels(&'a [f32]),
-    /// A `Channels` vector (of `period` values) repeated over a block and one more period.
-    Tiled {
-        tile: &'a [f32],
-        period: usize,
-    },
+}
+
+/// Where a block's operand comes from, as `Program::run` lays out its inputs: a `Channels`
+/// vector (of `period` values) as a tile repeating it over a block and one more period.
+#[derive(Clone, Copy)]
+enum Source<'a> {
+    Values(&'a [f32]),
+    Scalar(f32),
+    InOutput(usize),
+    Tiled { tile: &'a [f32], period: usize },
 }
 
 impl<'a> Input<'a> {

@@ -74,6 +74,14 @@ unsafe extern "C" fn unknown_shapes(
     unsafe { ext::TF_ShapeInferenceContextSetUnknownShape(ctx, status) };
 }
 
+/// A C API getter of a one-value attr of a kernel's node.
+type ScalarAttrGetter<T> = unsafe extern "C" fn(
+    *mut ext::TF_OpKernelConstruction,
+    *const std::os::raw::c_char,
+    *mut T,
+    *mut sys::TF_Status,
+);
+
 /// The attrs of the node a kernel is made for.
 pub struct KernelAttrs {
     raw: *mut ext::TF_OpKernelConstruction,
@@ -95,33 +103,21 @@ impl KernelAttrs {
     }
 
     pub fn int(&self, name: &CStr) -> Result<i64> {
-        let mut value = 0i64;
-        // SAFETY: the construction context is live during `create`; the out-pointer is valid.
-        unsafe {
-            ext::TF_OpKernelConstruction_GetAttrInt64(
-                self.raw,
-                name.as_ptr(),
-                &mut value,
-                self.status.raw(),
-            )
-        };
-        self.status.check()?;
-        Ok(value)
+        self.scalar(name, ext::TF_OpKernelConstruction_GetAttrInt64)
     }
 
     pub fn bool(&self, name: &CStr) -> Result<bool> {
-        let mut value = 0u8;
-        // SAFETY: the construction context is live during `create`; the out-pointer is valid.
-        unsafe {
-            ext::TF_OpKernelConstruction_GetAttrBool(
-                self.raw,
-                name.as_ptr(),
-                &mut value,
-                self.status.raw(),
-            )
-        };
+        Ok(self.scalar(name, ext::TF_OpKernelConstruction_GetAttrBool)? != 0)
+    }
+
+    /// A one-value attr, read by `get` (one of the C API's `TF_OpKernelConstruction_GetAttr*`).
+    fn scalar<T: Default>(&self, name: &CStr, get: ScalarAttrGetter<T>) -> Result<T> {
+        let mut value = T::default();
+        // SAFETY: `get` is a C API getter of a T; the construction context is live during
+        // `create`; the out-pointer is valid.
+        unsafe { get(self.raw, name.as_ptr(), &mut value, self.status.raw()) };
         self.status.check()?;
-        Ok(value != 0)
+        Ok(value)
     }
 
     /// An int list attr.
