@@ -1,7 +1,8 @@
 'use strict';
-// Deferred execution (src/trace.rs): repeated runs of ops are recorded, and once a run has
-// ended long enough, it is deferred and from its second time on runs as one graph; results,
-// errors and memory must be as if every op ran at once.
+// Deferred execution (src/ops/deferred.rs): repeated runs of ops are recorded, and once a run
+// has ended long enough, it is deferred; once its replays have cost what setting its graph up
+// would, it is compiled, its graph set up on the executor, and from then on it runs as one
+// graph; results, errors and memory must be as if every op ran at once.
 
 const test = require('node:test');
 const assert = require('node:assert');
@@ -51,6 +52,20 @@ function tfSteps(x, h, w, u, b, steps) {
   });
 }
 
+/**
+ * Calls `call` (which checks its own values, reading them synchronously) until its run is
+ * compiled, at most `max` times; returns how many calls that took. The graph is then being set
+ * up on the executor: `call` replays the run until that is done.
+ */
+function callUntilCompiled(call, max = 2000) {
+  const before = binding.stats().compiledRuns;
+  for (let calls = 1; calls <= max; calls++) {
+    call();
+    if (binding.stats().compiledRuns > before) return calls;
+  }
+  throw new Error(`not compiled in ${max} calls`);
+}
+
 /** `t` after ops that change no value, enough of them for the run to be deferred. */
 function longPrefix(t) {
   let out = t;
@@ -68,30 +83,40 @@ function randoms(count, seed) {
   return out;
 }
 
-test('a repeated run is deferred, then runs as one graph, with the values of eager ops', () => {
+test('a repeated run is deferred, compiled once its replays cost what a graph would, then runs as one graph, with the values of eager ops', async () => {
   const n = 4, k = 5, steps = 6;
   const wv = randoms(k * k, 1), uv = randoms(k * k, 2), bv = randoms(k, 3), hv = randoms(n * k, 4);
   const w = tf.tensor2d(wv, [k, k]), u = tf.tensor2d(uv, [k, k]), b = tf.tensor1d(bv);
   const h = tf.tensor2d(hv, [n, k]);
-  const before = binding.stats();
-  for (let call = 0; call < 5; call++) {
-    const xv = randoms(n * k, 10 + call);
+  let seed = 10;
+  const call = async (read) => {
+    const xv = randoms(n * k, seed++);
     const x = tf.tensor2d(xv, [n, k]);
     const out = tfSteps(x, h, w, u, b, steps);
     assert.deepStrictEqual(out.shape, [n, k]);
-    close(out.dataSync(), referenceSteps(xv, hv, wv, uv, bv, n, k, steps), 1e-4);
+    close(await read(out), referenceSteps(xv, hv, wv, uv, bv, n, k, steps), 1e-4);
     tf.dispose([x, out]);
-  }
+  };
+  const before = binding.stats();
+  // The first call learns each op's shapes, the second defers them and replays them: no graph
+  // is made before a replay has been timed.
+  for (let i = 0; i < 2; i++) await call((t) => t.dataSync());
+  assert.strictEqual(binding.stats().compiledRuns, before.compiledRuns, 'compiled at once');
+  callUntilCompiled(() => call((t) => t.dataSync()));
+  // An asynchronous read runs the run as an executor job, after the graph's set-up there;
+  // from then on a synchronous read runs the graph too.
+  const graphRuns = binding.stats().graphRuns;
+  await call((t) => t.data());
+  for (let i = 0; i < 3; i++) await call((t) => t.dataSync());
   const after = binding.stats();
-  // The first call learns each op's shapes; later ones defer (6 ops per step).
   assert.ok(after.deferredOps - before.deferredOps >= 3 * 6 * steps, 'ops were deferred');
-  assert.ok(after.graphRuns - before.graphRuns >= 2, 'the run ran as one graph');
-  assert.ok(after.compiledRuns - before.compiledRuns >= 1, 'the run was compiled');
+  assert.strictEqual(after.graphRuns - graphRuns, 4, 'the run ran as one graph');
   tf.dispose([w, u, b, h]);
 });
 
-test('many compiled runs, each in a graph of its own, keep their values when met again', () => {
-  // One run per input shape: 60 runs are compiled, then each is met again, oldest first.
+test('many compiled runs, each in a graph of its own, keep their values when met again', async () => {
+  // One run per input shape: 60 runs are compiled and set up, then each is met again, oldest
+  // first.
   const shapes = Array.from({length: 60}, (_, i) => [i + 1, 3]);
   const chain = (x) => tf.tidy(() => {
     let y = x;
@@ -103,19 +128,24 @@ test('many compiled runs, each in a graph of its own, keep their values when met
     for (let i = 0; i < 4; i++) y = Math.max(0, y * -1.5 + 0.25 * i);
     return y;
   };
-  const check = (shape, seed) => {
+  const check = async (shape, seed, read = (t) => t.dataSync()) => {
     const xv = randoms(shape[0] * shape[1], seed);
     const x = tf.tensor2d(xv, shape);
     const out = chain(x);
-    close(out.dataSync(), Array.from(xv, reference), 1e-5);
+    close(await read(out), Array.from(xv, reference), 1e-5);
     tf.dispose([x, out]);
   };
   const before = binding.stats();
-  for (const shape of shapes) for (let call = 0; call < 3; call++) check(shape, shape[0] * 7 + call);
+  for (const shape of shapes) {
+    let seed = shape[0] * 7;
+    callUntilCompiled(() => check(shape, seed++));
+  }
   const compiled = binding.stats().compiledRuns - before.compiledRuns;
-  assert.ok(compiled >= shapes.length, `${compiled} runs compiled`);
+  assert.strictEqual(compiled, shapes.length, `${compiled} runs compiled`);
+  // Each asynchronous read queues its run after every set-up queued before it.
+  await check(shapes[shapes.length - 1], 999, (t) => t.data());
   const graphRuns = binding.stats().graphRuns;
-  for (const shape of shapes) check(shape, 1000 + shape[0]);
+  for (const shape of shapes) await check(shape, 1000 + shape[0]);
   assert.strictEqual(binding.stats().graphRuns - graphRuns, shapes.length, 'each ran as its graph');
   assert.strictEqual(binding.stats().compiledRuns - before.compiledRuns, compiled, 'none again');
 });
@@ -237,7 +267,10 @@ test('TFJS_NODE_RS_DEFER=0 runs every op at its call', () => {
   assert.deepStrictEqual(result, {sum: 25, deferred: 0});
 });
 
-/** A run of ops over JS-shared memory, repeated until it is compiled, then left open. */
+/**
+ * A run of ops over JS-shared memory, repeated until it is compiled and its graph set up, run
+ * as that graph, then left open; `reported` resolves to the report.
+ */
 const openRunScript = `
   const binding = require(${JSON.stringify(path.join(__dirname, '..', 'binding.js'))});
   const T = [{name: 'T', type: 'type', value: 'float32'}];
@@ -255,26 +288,38 @@ const openRunScript = `
     }
     return y;
   }
-  for (let i = 0; i < 4; i++) binding.tensorDataSync(run());
-  globalThis.open = run();  // deferred, never read
-  const s = binding.stats();
-  const report = JSON.stringify({deferred: s.deferredOps > 0, graphRuns: s.graphRuns > 0});
+  const reported = (async () => {
+    for (let i = 0; i < 2000 && binding.stats().compiledRuns === 0; i++) {
+      binding.tensorDataSync(run());
+    }
+    // An asynchronous read waits for the graph's set-up on the executor.
+    const last = run();
+    await binding.whenReady(last);
+    binding.tensorDataSync(last);
+    binding.tensorDataSync(run());
+    globalThis.open = run();  // deferred, never read
+    const s = binding.stats();
+    return JSON.stringify({deferred: s.deferredOps > 0, graphRuns: s.graphRuns > 0});
+  })();
 `;
 
 test('a worker or process that ends with a deferred run open ends cleanly', async () => {
   const {Worker} = require('node:worker_threads');
   for (let round = 0; round < 2; round++) {
     const worker = new Worker(openRunScript + `
-      require('node:worker_threads').parentPort.postMessage(report);
+      reported.then((report) => require('node:worker_threads').parentPort.postMessage(report));
       setInterval(() => {}, 1000);`, {eval: true});
-    const report = await new Promise((resolve, reject) => {
-      worker.once('message', resolve);
-      worker.once('error', reject);
-    });
-    assert.deepStrictEqual(JSON.parse(report), {deferred: true, graphRuns: true});
-    await worker.terminate();
+    try {
+      const report = await new Promise((resolve, reject) => {
+        worker.once('message', resolve);
+        worker.once('error', reject);
+      });
+      assert.deepStrictEqual(JSON.parse(report), {deferred: true, graphRuns: true});
+    } finally {
+      await worker.terminate();
+    }
   }
-  const exited = spawnSync(process.execPath, ['-e', openRunScript + 'console.log(report);'], {
+  const exited = spawnSync(process.execPath, ['-e', openRunScript + 'reported.then(console.log);'], {
     env: {...process.env, TF_CPP_MIN_LOG_LEVEL: '3'},
     encoding: 'utf8',
   });

@@ -9,9 +9,13 @@
 //!   (`MIN_COMPILED_LENGTH` ops): JS gets ids and shapes at once, the tensors come later. Other
 //!   known ops run at once, as deferring a short run and replaying it only adds to its cost;
 //! - a run ends when anything outside it uses one of its outputs (a read, an op that is not
-//!   deferred). Its deferred ops then run: as one `TF_SessionRun` of a graph made from the run
-//!   when the run was seen before from start to end, else one by one. Ops whose outputs nobody
-//!   holds are not run at all.
+//!   deferred). Its deferred ops then run one by one, timed, until those replays have cost
+//!   about what setting up a graph of the run would (`SET_UP_PER_NODE`); then the run is
+//!   compiled, and from its graph's first run on (set up on the executor for small ops, so
+//!   that this thread never waits for TF's session set-up) it is one `TF_SessionRun`. A run
+//!   that ends for an asynchronous read (`in_background`) is compiled from its second end, as
+//!   its graph runs on the executor: replaying it here would hold the JS thread. Ops whose
+//!   outputs nobody holds are not run at all.
 //!
 //! Deferring never changes what an op computes or whether it fails: only ops whose outcome
 //! depends on nothing but the key are deferred (no integer tensors computed inside the run,
@@ -21,6 +25,7 @@
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use super::Runtime;
 use super::{eager, io, PreparedOp};
@@ -40,6 +45,22 @@ const MAX_TRIE_NODES: usize = 1 << 16;
 const MAX_COMPILED_RUNS: u64 = 1024;
 /// Shorter runs replay op by op: a session run costs about as much as a few eager ops.
 const MIN_COMPILED_LENGTH: usize = 8;
+/// What a compiled run's first run costs per node, about: TF sets its session up (placement,
+/// graph passes, kernels). Measured here: 31 us per node for a recurrent predict's 269 nodes,
+/// 57-68 us for the 661 small ops of a recurrent layer's orthogonal initializer, which replay
+/// eagerly in 2.6 ms, so that its graph (38-45 ms to set up) pays only after 15 replays.
+/// A run is compiled once its replays have taken as long as that set-up would (`end_run`):
+/// a run that repeats a few times never pays for a graph, one that keeps repeating pays at
+/// most twice what the graph would have cost it from the start.
+const SET_UP_PER_NODE: Duration = Duration::from_micros(40);
+/// A compiled run whose ops make at most this many elements per op, on average, is set up on
+/// the executor (`run_compiled`) instead of at its first use. A graph's first run is mostly
+/// TF setting its session up, 30-60 us per node here against 15-20 us per eager op: a
+/// recurrent layer's orthogonal initializer (661 small ops, 13 ms eagerly) took 38 ms as its
+/// graph's first run, so the second model a program built had a first predict of 60 ms
+/// instead of 24. Runs of larger ops compute for longer than their set-up takes, and setting
+/// them up computes them once more, on cores their own ops use.
+const MAX_SET_UP_ELEMENTS_PER_OP: u64 = 1 << 15;
 
 /// An input as the trie keys it: a tensor from outside the run is described at its first use.
 #[derive(PartialEq, Eq, Hash)]
@@ -64,6 +85,8 @@ struct Compiled {
     live: Vec<(u32, u32)>,
     /// `None`: building it failed, so the run replays op by op.
     graph: Option<Arc<CompiledGraph>>,
+    /// The graph's first run is queued on the executor, or done (`run_compiled`).
+    set_up_queued: bool,
 }
 
 /// An op of a run, the same every time the run is seen.
@@ -73,6 +96,8 @@ struct TrieNode {
     outputs: Box<[OutputSpec]>,
     /// Times a run ended here.
     ends: u32,
+    /// Time spent replaying whole runs that ended here op by op (`end_run`).
+    replayed: Duration,
     /// A run of at least `MIN_COMPILED_LENGTH` ops has passed through here, so deferring pays.
     on_long_run: bool,
     compiled: Vec<Compiled>,
@@ -196,6 +221,7 @@ fn root_node() -> TrieNode {
         inputs: Box::new([]),
         outputs: Box::new([]),
         ends: 0,
+        replayed: Duration::ZERO,
         on_long_run: false,
         compiled: Vec::new(),
     }
@@ -494,6 +520,7 @@ fn learn(state: &mut Runtime, ids: &[u64], key: StepKey) -> Result<Option<u32>> 
         inputs: inputs.into(),
         outputs: outputs.into(),
         ends: 0,
+        replayed: Duration::ZERO,
         on_long_run: false,
         compiled: Vec::new(),
     });
@@ -533,13 +560,22 @@ pub fn end_run(state: &mut Runtime, plans: &[PreparedOp], in_background: bool) -
             trie[node as usize].on_long_run = true;
         }
     }
+    let node = &state.tracer.trie[end as usize];
     let result = if run.deferred.is_empty() {
         Ok(())
     } else if run.all_deferred
         && run.nodes.len() >= MIN_COMPILED_LENGTH
-        && state.tracer.trie[end as usize].ends >= 2
+        && node.ends >= 2
+        && (in_background
+            || !node.compiled.is_empty()
+            || node.replayed >= SET_UP_PER_NODE * run.nodes.len() as u32)
     {
         run_compiled(state, plans, &mut run, in_background)
+    } else if run.all_deferred {
+        let start = Instant::now();
+        let replayed = replay(state, plans, &mut run);
+        state.tracer.trie[end as usize].replayed += start.elapsed();
+        replayed
     } else {
         replay(state, plans, &mut run)
     };
@@ -657,20 +693,37 @@ fn run_compiled(
                 None
             };
             let compiled = &mut state.tracer.trie[end].compiled;
-            compiled.push(Compiled { live, graph });
+            compiled.push(Compiled {
+                live,
+                graph,
+                set_up_queued: false,
+            });
             compiled.len() - 1
         }
     };
+    let Some(graph) = state.tracer.trie[end].compiled[index].graph.clone() else {
+        return replay(state, plans, run);
+    };
+    if !in_background
+        && !graph.has_run()
+        && state.executor.enabled
+        && elements_per_op(&state.tracer.trie, run) <= MAX_SET_UP_ELEMENTS_PER_OP
+    {
+        // Its first run would cost this thread more than replaying the ops: it runs on the
+        // executor (fed this run's inputs, its outputs dropped), and the run replays. Later
+        // runs take the graph once that first run is done, and replay until then.
+        let compiled = &mut state.tracer.trie[end].compiled[index];
+        if !compiled.set_up_queued {
+            compiled.set_up_queued = true;
+            let feeds = job_feeds(run, &state.status)?;
+            state.executor.submit(Work::graph_run(graph, feeds))?;
+        }
+        return replay(state, plans, run);
+    }
     let compiled = &state.tracer.trie[end].compiled[index];
-    if let (Some(graph), true) = (&compiled.graph, in_background) {
-        let feeds = run
-            .externals
-            .iter()
-            .map(|handle| Ok(Input::Ready(handle.share(&state.status)?)))
-            .collect::<Result<Vec<_>>>()?;
-        let job = state
-            .executor
-            .submit(Work::graph_run(graph.clone(), feeds))?;
+    if in_background {
+        let feeds = job_feeds(run, &state.status)?;
+        let job = state.executor.submit(Work::graph_run(graph, feeds))?;
         // The run is all deferred: depth `d` is the run's `d`th trie node, which knows the shapes.
         for (k, (&id, &(depth, output))) in live_ids.iter().zip(&compiled.live).enumerate() {
             let node = &state.tracer.trie[run.nodes[depth as usize] as usize];
@@ -681,10 +734,8 @@ fn run_compiled(
         state.tracer.counters.graph_runs += 1;
         return Ok(());
     }
-    let computed = compiled.graph.as_ref().and_then(|compiled| {
-        let feeds: Vec<&TensorHandle> = run.externals.iter().collect();
-        compiled.run(&feeds, &state.status).ok()
-    });
+    let feeds: Vec<&TensorHandle> = run.externals.iter().collect();
+    let computed = graph.run(&feeds, &state.status).ok();
     let Some(outputs) = computed.filter(|outputs| outputs.len() == live_ids.len()) else {
         return replay(state, plans, run);
     };
@@ -694,6 +745,25 @@ fn run_compiled(
     run.deferred.clear();
     state.tracer.counters.graph_runs += 1;
     Ok(())
+}
+
+/// The run's inputs as an executor job's.
+fn job_feeds(run: &Run, status: &Status) -> Result<Vec<Input>> {
+    run.externals
+        .iter()
+        .map(|handle| Ok(Input::Ready(handle.share(status)?)))
+        .collect()
+}
+
+/// The elements the run's ops make, per op.
+fn elements_per_op(trie: &[TrieNode], run: &Run) -> u64 {
+    let elements: u64 = run
+        .nodes
+        .iter()
+        .flat_map(|&node| trie[node as usize].outputs.iter())
+        .map(|spec| spec.dims.iter().product::<i64>().max(0) as u64)
+        .sum();
+    elements / run.nodes.len().max(1) as u64
 }
 
 /// Builds a graph of the run's ops that `live` needs, in a session of its own.
