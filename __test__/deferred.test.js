@@ -53,15 +53,15 @@ function tfSteps(x, h, w, u, b, steps) {
 }
 
 /**
- * Calls `call` (which checks its own values, reading them synchronously) until its run is
- * compiled, at most `max` times; returns how many calls that took. The graph is then being set
- * up on the executor: `call` replays the run until that is done.
+ * Calls `call` (async, checking its own values, reading them synchronously) one call after
+ * another until its run is compiled, at most `max` times. The graph is then being set up on
+ * the executor: `call` replays the run until that is done.
  */
-function callUntilCompiled(call, max = 2000) {
+async function callUntilCompiled(call, max = 2000) {
   const before = binding.stats().compiledRuns;
-  for (let calls = 1; calls <= max; calls++) {
-    call();
-    if (binding.stats().compiledRuns > before) return calls;
+  for (let calls = 0; calls < max; calls++) {
+    await call();
+    if (binding.stats().compiledRuns > before) return;
   }
   throw new Error(`not compiled in ${max} calls`);
 }
@@ -102,7 +102,7 @@ test('a repeated run is deferred, compiled once its replays cost what a graph wo
   // is made before a replay has been timed.
   for (let i = 0; i < 2; i++) await call((t) => t.dataSync());
   assert.strictEqual(binding.stats().compiledRuns, before.compiledRuns, 'compiled at once');
-  callUntilCompiled(() => call((t) => t.dataSync()));
+  await callUntilCompiled(() => call((t) => t.dataSync()));
   // An asynchronous read runs the run as an executor job, after the graph's set-up there;
   // from then on a synchronous read runs the graph too.
   const graphRuns = binding.stats().graphRuns;
@@ -138,7 +138,7 @@ test('many compiled runs, each in a graph of its own, keep their values when met
   const before = binding.stats();
   for (const shape of shapes) {
     let seed = shape[0] * 7;
-    callUntilCompiled(() => check(shape, seed++));
+    await callUntilCompiled(() => check(shape, seed++));
   }
   const compiled = binding.stats().compiledRuns - before.compiledRuns;
   assert.strictEqual(compiled, shapes.length, `${compiled} runs compiled`);

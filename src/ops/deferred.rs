@@ -53,13 +53,12 @@ const MIN_COMPILED_LENGTH: usize = 8;
 /// a run that repeats a few times never pays for a graph, one that keeps repeating pays at
 /// most twice what the graph would have cost it from the start.
 const SET_UP_PER_NODE: Duration = Duration::from_micros(40);
-/// A compiled run whose ops make at most this many elements per op, on average, is set up on
-/// the executor (`run_compiled`) instead of at its first use. A graph's first run is mostly
-/// TF setting its session up, 30-60 us per node here against 15-20 us per eager op: a
-/// recurrent layer's orthogonal initializer (661 small ops, 13 ms eagerly) took 38 ms as its
-/// graph's first run, so the second model a program built had a first predict of 60 ms
-/// instead of 24. Runs of larger ops compute for longer than their set-up takes, and setting
-/// them up computes them once more, on cores their own ops use.
+/// A compiled run whose ops make at most this many elements per op, on average, has its
+/// graph's first run (the session set-up, `SET_UP_PER_NODE`) on the executor while the run
+/// replays here (`run_compiled`), so that this thread never waits for it. Runs of larger ops
+/// compute for longer than their set-up takes, and setting them up would compute them once
+/// more, on the cores their own ops use. (The bound call graphs set up on the executor by,
+/// `MAX_ELEMENTS_PER_OP` in js/graphs/call_graphs.js, is the same.)
 const MAX_SET_UP_ELEMENTS_PER_OP: u64 = 1 << 15;
 
 /// An input as the trie keys it: a tensor from outside the run is described at its first use.
