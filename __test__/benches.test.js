@@ -102,3 +102,38 @@ test('targets are computed from the ratios of the run', () => {
   // First-call ratios are derived too.
   assert.strictEqual(r.models[0].firstRatios.wasm, 3);
 });
+
+test('deferring off is compared pair by pair, each median with its interval', () => {
+  // Pair i: tensorflow 1 ms, defer-off ratios[i] ms.
+  const paired = (model, ratios) => {
+    const mine = ratios.map(() => 1);
+    return {
+      model, method: 'predict', workload: false,
+      results: {
+        'tensorflow': {ms: 1, firstMs: 1, processes: mine, firstProcesses: mine},
+        'defer-off': {ms: 1, firstMs: 1, processes: ratios, firstProcesses: ratios},
+      },
+    };
+  };
+  const eleven = [0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 1.0, 1.05, 1.1, 1.2];
+  const r = report.derive({
+    primary: 'tensorflow', backendsRun: ['tensorflow', 'defer-off'], backends: {},
+    models: [
+      paired('a', eleven),
+      // All below 1: slower, whatever the spread.
+      paired('b', eleven.map((x) => x * 0.8)),
+      paired('c', [0.96, 0.97, 0.98, 0.99, 1.01]),
+      paired('d', [0.5, 0.6, 0.7, 0.9, 1.5]),
+    ],
+  });
+  // n = 11: P(Binomial(11, 1/2) < 2) = 12/2048 <= 2.5% < P(< 3): the 2nd smallest and largest.
+  assert.deepStrictEqual(r.models[0].pairedInterval, {low: 0.6, high: 1.1});
+  assert.strictEqual(r.models[0].ratios['defer-off'], 0.9);
+  // n = 5: even the least and the greatest cover only 1 - 2/32 of the median.
+  assert.deepStrictEqual(r.models[2].pairedInterval, {low: null, high: null});
+  const t = r.targets.find((x) => x.name.startsWith('deferring never slower'));
+  assert.strictEqual(t.value, '1/4, 1 within noise');
+  assert.strictEqual(t.met, false);
+  assert.match(t.detail, /^slower: b predict 0\.72 \(95% interval 0\.48-0\.88\), d predict 0\.70; /);
+  assert.match(t.detail, /within noise: a predict 0\.90 \(95% interval 0\.60-1\.10\)$/);
+});
