@@ -83,6 +83,27 @@ test(`bad input: ${cases.length} cases, each with its error`, () => {
   }
 });
 
+test('a call re-entered from JS it runs (a getter of its shape) throws, and the outer call goes on', () => {
+  // The binding borrows its per-env state for one call at a time; a second call made from
+  // inside the first (here by an array element's getter that the shape read runs) is refused
+  // with an error rather than given the same state to change.
+  const shape = [2];
+  let inner = null;
+  Object.defineProperty(shape, 0, {get() {
+    try {
+      f32([1]);
+    } catch (e) {
+      inner = e;
+    }
+    return 2;
+  }});
+  const id = binding.createTensor(shape, 'float32', new Float32Array([3, 4]));
+  assert.ok(inner instanceof Error);
+  assert.match(inner.message, /called again while one of its calls was running/);
+  assert.deepEqual(Array.from(binding.tensorDataSync(id)), [3, 4]);
+  binding.deleteTensor(id);
+});
+
 test('the binding keeps working after every error', () => {
   const [out] = binding.executeOp('AddV2', [T('float32')], [f32([1]), f32([2])], 1);
   assert.deepEqual(Array.from(binding.tensorDataSync(out.id)), [3]);

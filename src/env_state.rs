@@ -32,16 +32,18 @@ pub struct EnvState {
 }
 
 impl EnvState {
-    /// This env's state, created on first use. Also does releases queued by TF threads.
-    pub fn get(js: Js) -> Result<&'static mut EnvState> {
-        let state = EnvState::get_undrained(js)?;
-        state.releases.drain();
-        Ok(state)
+    /// Runs `body` with this env's state (created on first use), borrowed for `body` alone,
+    /// after the releases TF threads queued.
+    pub fn with<R>(js: Js, body: impl FnOnce(&mut EnvState) -> Result<R>) -> Result<R> {
+        js.with_env_data(EnvState::new, |state| {
+            state.releases.drain();
+            body(state)
+        })
     }
 
-    /// This env's state, leaving queued releases for the wakeup to do (so they can be observed).
-    pub fn get_undrained(js: Js) -> Result<&'static mut EnvState> {
-        js.env_data(EnvState::new)
+    /// `with`, leaving queued releases for the wakeup to do (so they can be observed).
+    pub fn with_undrained<R>(js: Js, body: impl FnOnce(&mut EnvState) -> Result<R>) -> Result<R> {
+        js.with_env_data(EnvState::new, body)
     }
 
     /// Makes `id` hold its tensor (`Runtime::settle`).

@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use napi::bindgen_prelude::{Env, Unknown};
 
-use super::execute::{io_array, io_values, read_ids, tensor_id};
-use super::js_call;
+use super::execute::{io_array, io_values, read_ids, tensor_id, with_ids};
+use super::state_call;
 use crate::env_state::EnvState;
 use crate::error::{Error, Result};
 use crate::executor::Job;
@@ -63,8 +63,7 @@ pub fn compile_call(
     fixed_ids: Vec<f64>,
     fetches: Vec<CallRef>,
 ) -> napi::Result<u32> {
-    js_call(&env, |js| {
-        let state = EnvState::get(js)?;
+    state_call(&env, |_, state| {
         let recorded = ops
             .iter()
             .map(|op| {
@@ -108,18 +107,16 @@ pub fn compile_call(
     ts_args_type = "call: number, io: Float64Array, numFed: number"
 )]
 pub fn run_call(env: Env, call: u32, io: Unknown, num_fed: u32) -> napi::Result<u32> {
-    js_call(&env, |js| {
-        let state = EnvState::get(js)?;
+    state_call(&env, |js, state| {
         let mut view = io_array(js, io)?;
         let io = io_values(&mut view)?;
-        let mut ids = std::mem::take(&mut state.run.scratch.ids);
-        let ran = read_ids(io, num_fed, &mut ids).and_then(|()| {
+        with_ids(io, num_fed, |ids, io| {
             if state.run.executor.enabled
                 && state.run.calls.get(call)?.background_outputs().is_some()
             {
-                return run_in_background(state, call, &ids, io);
+                return run_in_background(state, call, ids, io);
             }
-            for &id in &ids {
+            for &id in ids {
                 state.settle(id)?;
             }
             let fed = ids
@@ -133,9 +130,7 @@ pub fn run_call(env: Env, call: u32, io: Unknown, num_fed: u32) -> napi::Result<
                 .run(&fed, &state.run.status)?;
             state.run.scratch.outputs.extend(outputs);
             write_outputs(&mut state.run, io)
-        });
-        state.run.scratch.ids = ids;
-        ran
+        })
     })
 }
 
@@ -178,8 +173,7 @@ fn submit_call(state: &mut EnvState, call: u32, ids: &[u64]) -> Result<Arc<Job>>
     ts_args_type = "call: number, io: Float64Array, numFed: number"
 )]
 pub fn warm_up_call(env: Env, call: u32, io: Unknown, num_fed: u32) -> napi::Result<bool> {
-    js_call(&env, |js| {
-        let state = EnvState::get(js)?;
+    state_call(&env, |js, state| {
         if !state.run.executor.enabled {
             return Ok(false);
         }
@@ -195,8 +189,8 @@ pub fn warm_up_call(env: Env, call: u32, io: Unknown, num_fed: u32) -> napi::Res
 /// the feeds' shapes, so the JS saw the shapes the graph computes.
 #[napi_derive::napi(js_name = "callRunsAhead")]
 pub fn call_runs_ahead(env: Env, call: u32) -> napi::Result<bool> {
-    js_call(&env, |js| {
-        Ok(EnvState::get(js)?.run.calls.get(call)?.may_run_ahead())
+    state_call(&env, |_, state| {
+        Ok(state.run.calls.get(call)?.may_run_ahead())
     })
 }
 
@@ -208,13 +202,13 @@ const MAX_RESERVED: u32 = 1 << 22;
 /// then, using one is an error.
 #[napi_derive::napi(js_name = "reserveTensors")]
 pub fn reserve_tensors(env: Env, count: u32) -> napi::Result<f64> {
-    js_call(&env, |js| {
+    state_call(&env, |_, state| {
         if count > MAX_RESERVED {
             return Err(Error::Range(format!(
                 "at most {MAX_RESERVED} tensors can be reserved at once, not {count}"
             )));
         }
-        Ok(EnvState::get(js)?.run.tensors.reserve(u64::from(count)) as f64)
+        Ok(state.run.tensors.reserve(u64::from(count)) as f64)
     })
 }
 
@@ -225,8 +219,7 @@ pub fn reserve_tensors(env: Env, count: u32) -> napi::Result<f64> {
     ts_args_type = "io: Float64Array, pairs: number"
 )]
 pub fn fill_tensors(env: Env, io: Unknown, pairs: u32) -> napi::Result<()> {
-    js_call(&env, |js| {
-        let state = EnvState::get(js)?;
+    state_call(&env, |js, state| {
         let ids = ids_in(js, io, pairs.saturating_mul(2))?;
         for pair in ids.chunks_exact(2) {
             state.run.tensors.fill_from(pair[0], pair[1])?;
@@ -238,13 +231,11 @@ pub fn fill_tensors(env: Env, io: Unknown, pairs: u32) -> napi::Result<()> {
 /// The first `count` tensor ids in `io`.
 fn ids_in(js: Js, io: Unknown, count: u32) -> Result<Vec<u64>> {
     let mut view = io_array(js, io)?;
-    let mut ids = Vec::new();
-    read_ids(io_values(&mut view)?, count, &mut ids)?;
-    Ok(ids)
+    read_ids(io_values(&mut view)?, count)
 }
 
 /// Frees call graph `call`; false when it did not exist.
 #[napi_derive::napi(js_name = "dropCall")]
 pub fn drop_call(env: Env, call: u32) -> napi::Result<bool> {
-    js_call(&env, |js| Ok(EnvState::get(js)?.run.calls.remove(call)))
+    state_call(&env, |_, state| Ok(state.run.calls.remove(call)))
 }

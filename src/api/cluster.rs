@@ -5,7 +5,7 @@ use std::ffi::CString;
 
 use napi::bindgen_prelude::{Env, Uint8Array};
 
-use super::js_call;
+use super::{js_call, state_call};
 use crate::env_state::EnvState;
 use crate::error::{Error, Result};
 use crate::tf::dtype::Layout;
@@ -59,13 +59,12 @@ pub fn connect_to_cluster(
     local_task: String,
     timeout_ms: f64,
 ) -> napi::Result<()> {
-    js_call(&env, |js| {
+    state_call(&env, |_, state| {
         if !(timeout_ms.is_finite() && timeout_ms >= 1.0) {
             return Err(Error::Range(format!(
                 "timeoutMs must be a positive number of milliseconds, got {timeout_ms}"
             )));
         }
-        let state = EnvState::get(js)?;
         state.finish_all_work()?;
         state.run.ops.clear();
         forget_remote_state(state)?;
@@ -111,8 +110,7 @@ fn forget_remote_state(state: &mut EnvState) -> Result<()> {
 /// `serverDef` (every task calls it with its own task index).
 #[napi_derive::napi(js_name = "enableCollectiveOps")]
 pub fn enable_collective_ops(env: Env, server_def: Uint8Array) -> napi::Result<()> {
-    js_call(&env, |js| {
-        let state = EnvState::get(js)?;
+    state_call(&env, |_, state| {
         state.finish_all_work()?;
         state.run.ops.clear();
         state
@@ -133,8 +131,7 @@ pub struct DeviceInfo {
 
 #[napi_derive::napi(js_name = "listDevices")]
 pub fn list_devices(env: Env) -> napi::Result<Vec<DeviceInfo>> {
-    js_call(&env, |js| {
-        let state = EnvState::get(js)?;
+    state_call(&env, |_, state| {
         Ok(state
             .run
             .context
@@ -152,14 +149,13 @@ pub fn list_devices(env: Env) -> napi::Result<Vec<DeviceInfo>> {
 /// progress is finished first, so its ops run where they were issued.
 #[napi_derive::napi(js_name = "setDeviceScope")]
 pub fn set_device_scope(env: Env, device: Option<String>) -> napi::Result<()> {
-    js_call(&env, |js| {
+    state_call(&env, |_, state| {
         let device = device
             .map(|name| {
                 CString::new(name)
                     .map_err(|_| Error::Type("a device name must not hold a NUL byte".into()))
             })
             .transpose()?;
-        let state = EnvState::get(js)?;
         state.finish_all_work()?;
         state.run.context.set_device_scope(device);
         Ok(())
@@ -169,8 +165,7 @@ pub fn set_device_scope(env: Env, device: Option<String>) -> napi::Result<()> {
 /// The device that ran the op producing tensor `id` (`backing`: the device holding its memory).
 #[napi_derive::napi(js_name = "tensorDevice")]
 pub fn tensor_device(env: Env, id: f64, backing: bool) -> napi::Result<String> {
-    js_call(&env, |js| {
-        let state = EnvState::get(js)?;
+    state_call(&env, |_, state| {
         let id = super::execute::tensor_id(id)?;
         state.settle(id)?;
         state

@@ -9,7 +9,7 @@ use napi::JsValue;
 
 use super::args;
 use super::attrs;
-use super::js_call;
+use super::state_call;
 use crate::env_state::EnvState;
 use crate::error::{Error, Result};
 use crate::graphs::nodes;
@@ -32,19 +32,15 @@ pub fn execute_op(
     input_ids: Unknown,
     num_outputs: Unknown,
 ) -> napi::Result<Unknown<'static>> {
-    js_call(&env, |js| {
-        let state = EnvState::get(js)?;
-        let mut op_name = std::mem::take(&mut state.run.scratch.op_name);
+    state_call(&env, |js, state| {
         let result = execute(
             js,
             state,
-            &mut op_name,
             name.raw(),
             attrs.raw(),
             input_ids.raw(),
             num_outputs.raw(),
         );
-        state.run.scratch.op_name = op_name;
         state.run.scratch.outputs.clear();
         result.map(|v| js.to_unknown(v))
     })
@@ -53,13 +49,13 @@ pub fn execute_op(
 fn execute(
     js: Js,
     state: &mut EnvState,
-    op_name: &mut Vec<u8>,
     name: Value,
     attrs: Value,
     input_ids: Value,
     num_outputs: Value,
 ) -> Result<Value> {
-    let name = args::c_str(js, name, op_name, "op name")?;
+    let mut op_name = Vec::new();
+    let name = args::c_str(js, name, &mut op_name, "op name")?;
     let room = args::integer(js, num_outputs, "numOutputs")?;
     let count = args::array_length(js, input_ids, "inputIds")?;
     let ids = (0..count)
@@ -70,7 +66,7 @@ fn execute(
     }
     let prepared = prepare(js, state, name.to_owned(), attrs)?;
     ops::run_ids(&mut state.run, &prepared, &ids, room)?;
-    let outputs = std::mem::take(&mut state.run.scratch.outputs);
+    let outputs: Vec<_> = state.run.scratch.outputs.drain(..).collect();
     outputs_to_js(js, state, outputs)
 }
 
@@ -85,7 +81,7 @@ pub(super) fn outputs_to_js(
     for (i, handle) in outputs.into_iter().enumerate() {
         dims.clear();
         handle.dims_into(&mut dims, &state.run.status)?;
-        let (id, dtype) = ops::adopt_output(&mut state.run, handle, &dims);
+        let (id, dtype) = ops::adopt_output(&mut state.run.tensors, handle, &dims);
         let dtype_name = dtype.map_or("unknown", |index| DTYPES[index].name);
         let shape = js.array(dims.len())?;
         for (d, &dim) in dims.iter().enumerate() {
@@ -106,8 +102,7 @@ pub(super) fn outputs_to_js(
     ts_args_type = "name: string, attrs: OpAttr[] | null | undefined"
 )]
 pub fn prepare_op(env: Env, name: Unknown, attrs: Unknown) -> napi::Result<u32> {
-    js_call(&env, |js| {
-        let state = EnvState::get(js)?;
+    state_call(&env, |js, state| {
         let mut buf = Vec::new();
         let name = args::c_str(js, name.raw(), &mut buf, "op name")?.to_owned();
         let prepared = prepare(js, state, name, attrs.raw())?;
@@ -147,8 +142,7 @@ fn prepare(js: Js, state: &mut EnvState, name: CString, attrs: Value) -> Result<
 /// same inputs every time (no random numbers): values a recorded call may read back.
 #[napi_derive::napi(js_name = "preparedOpIsDeterministic")]
 pub fn prepared_op_is_deterministic(env: Env, prepared: u32) -> napi::Result<bool> {
-    js_call(&env, |js| {
-        let state = EnvState::get(js)?;
+    state_call(&env, |_, state| {
         let op = state
             .prepared_ops
             .get(prepared as usize)
@@ -170,29 +164,18 @@ pub fn run_prepared_op(
     num_inputs: u32,
     num_outputs: u32,
 ) -> napi::Result<u32> {
-    js_call(&env, |js| {
-        let state = EnvState::get(js)?;
+    state_call(&env, |js, state| {
         let mut view = io_array(js, io)?;
         let io = io_values(&mut view)?;
-        let mut ids = std::mem::take(&mut state.run.scratch.ids);
-        let ran = read_ids(io, num_inputs, &mut ids).and_then(|()| {
+        with_ids(io, num_inputs, |ids, io| {
             let plans = &state.prepared_ops;
             if (prepared as usize) >= plans.len() {
                 return Err(Error::Invalid(format!(
                     "prepared op {prepared} does not exist"
                 )));
             }
-            ops::run_prepared(
-                &mut state.run,
-                plans,
-                prepared,
-                &ids,
-                num_outputs as i64,
-                io,
-            )
-        });
-        state.run.scratch.ids = ids;
-        ran
+            ops::run_prepared(&mut state.run, plans, prepared, ids, num_outputs as i64, io)
+        })
     })
 }
 
@@ -207,19 +190,45 @@ pub(super) fn io_values(view: &mut TypedArrayView) -> Result<&mut [f64]> {
         .ok_or_else(|| Error::Type("io must be an attached Float64Array".into()))
 }
 
-/// Reads the first `count` values of `io` into `ids`, each a tensor id.
-pub(super) fn read_ids(io: &[f64], count: u32, ids: &mut Vec<u64>) -> Result<()> {
-    if count as usize > io.len() {
-        return Err(Error::Range(format!(
+/// The first `count` values of `io`, each a tensor id.
+pub(super) fn read_ids(io: &[f64], count: u32) -> Result<Vec<u64>> {
+    ids_part(io, count)?
+        .iter()
+        .map(|&id| tensor_id(id))
+        .collect()
+}
+
+/// Most input ids `with_ids` keeps on the stack.
+const IDS_ON_STACK: usize = 16;
+
+/// Calls `body` with the first `count` values of `io` read as tensor ids, and `io` itself (to
+/// write outputs into). Up to `IDS_ON_STACK` ids stay on the stack: the fast path reads them for
+/// every op, and a heap buffer per op would cost about what reading them does.
+pub(super) fn with_ids<R>(
+    io: &mut [f64],
+    count: u32,
+    body: impl FnOnce(&[u64], &mut [f64]) -> Result<R>,
+) -> Result<R> {
+    let values = ids_part(io, count)?;
+    if values.len() > IDS_ON_STACK {
+        let ids = read_ids(io, count)?;
+        return body(&ids, io);
+    }
+    let mut ids = [0u64; IDS_ON_STACK];
+    for (slot, &id) in ids.iter_mut().zip(values) {
+        *slot = tensor_id(id)?;
+    }
+    body(&ids[..values.len()], io)
+}
+
+/// The first `count` values of `io`, where the ids of a call's inputs are.
+fn ids_part(io: &[f64], count: u32) -> Result<&[f64]> {
+    io.get(..count as usize).ok_or_else(|| {
+        Error::Range(format!(
             "io holds {} values, fewer than {count} inputs",
             io.len()
-        )));
-    }
-    ids.clear();
-    for &id in &io[..count as usize] {
-        ids.push(tensor_id(id)?);
-    }
-    Ok(())
+        ))
+    })
 }
 
 /// A tensor id given as a JS number.

@@ -2,7 +2,7 @@
 
 use napi::bindgen_prelude::Env;
 
-use super::js_call;
+use super::{js_call, state_call};
 use crate::env_state::EnvState;
 use crate::js::external;
 use crate::tf::context::tf_version as linked_tf_version;
@@ -18,13 +18,12 @@ pub fn tf_version() -> String {
 /// before it loads tfjs, whose JS takes long enough for the set-up to end.
 #[napi_derive::napi(js_name = "startRuntime")]
 pub fn start_runtime(env: Env) -> napi::Result<()> {
-    js_call(&env, |js| EnvState::get(js).map(|_| ()))
+    state_call(&env, |_, _| Ok(()))
 }
 
 #[napi_derive::napi(js_name = "isUsingGpuDevice")]
 pub fn is_using_gpu_device(env: Env) -> napi::Result<bool> {
-    js_call(&env, |js| {
-        let state = EnvState::get(js)?;
+    state_call(&env, |_, state| {
         let types = state.run.context.device_types(&state.run.status)?;
         Ok(types.iter().any(|t| t == "GPU"))
     })
@@ -33,14 +32,14 @@ pub fn is_using_gpu_device(env: Env) -> napi::Result<bool> {
 /// Whether this env defers runs of ops (`TFJS_NODE_RS_DEFER` unset or not `0`; see `trace`).
 #[napi_derive::napi(js_name = "isDeferring")]
 pub fn is_deferring(env: Env) -> napi::Result<bool> {
-    js_call(&env, |js| Ok(EnvState::get(js)?.run.tracer.enabled()))
+    state_call(&env, |_, state| Ok(state.run.tracer.enabled()))
 }
 
 /// Pauses deferring (or resumes it): ops run at once while paused (see `ops::deferred`).
 #[napi_derive::napi(js_name = "pauseDeferring")]
 pub fn pause_deferring(env: Env, paused: bool) -> napi::Result<()> {
-    js_call(&env, |js| {
-        EnvState::get(js)?.run.tracer.pause(paused);
+    state_call(&env, |_, state| {
+        state.run.tracer.pause(paused);
         Ok(())
     })
 }
@@ -83,23 +82,24 @@ pub struct Stats {
 #[napi_derive::napi]
 pub fn stats(env: Env) -> napi::Result<Stats> {
     js_call(&env, |js| {
-        let state = EnvState::get_undrained(js)?;
-        let c = &state.counters;
-        Ok(Stats {
-            live_tensors: state.run.tensors.len() as u32,
-            live_bytes: state.run.tensors.live_bytes() as f64,
-            shared_creates: c.shared_creates as f64,
-            copied_creates: c.copied_creates as f64,
-            shared_reads: c.shared_reads as f64,
-            copied_reads: c.copied_reads as f64,
-            pending_releases: state.releases.pending() as u32,
-            external_buffers: external::live_count() as u32,
-            deferred_ops: state.run.tracer.counters.deferred_ops as f64,
-            compiled_runs: state.run.tracer.counters.compiled_runs as f64,
-            graph_runs: state.run.tracer.counters.graph_runs as f64,
-            call_graphs: state.run.calls.len() as u32,
-            fused_nodes: state.run.calls.fused_nodes as f64,
-            background_runs: state.run.executor.jobs_made as f64,
+        EnvState::with_undrained(js, |state| {
+            let c = &state.counters;
+            Ok(Stats {
+                live_tensors: state.run.tensors.len() as u32,
+                live_bytes: state.run.tensors.live_bytes() as f64,
+                shared_creates: c.shared_creates as f64,
+                copied_creates: c.copied_creates as f64,
+                shared_reads: c.shared_reads as f64,
+                copied_reads: c.copied_reads as f64,
+                pending_releases: state.releases.pending() as u32,
+                external_buffers: external::live_count() as u32,
+                deferred_ops: state.run.tracer.counters.deferred_ops as f64,
+                compiled_runs: state.run.tracer.counters.compiled_runs as f64,
+                graph_runs: state.run.tracer.counters.graph_runs as f64,
+                call_graphs: state.run.calls.len() as u32,
+                fused_nodes: state.run.calls.fused_nodes as f64,
+                background_runs: state.run.executor.jobs_made as f64,
+            })
         })
     })
 }

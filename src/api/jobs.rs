@@ -6,8 +6,7 @@ use napi::JsValue;
 
 use super::args;
 use super::execute::outputs_to_js;
-use super::js_call;
-use crate::env_state::EnvState;
+use super::state_call;
 
 /// `null` when tensor `id` holds its values (or fails at once on a read); else a promise that
 /// resolves once it does, while the work computing it runs on the executor thread (a deferred
@@ -18,8 +17,7 @@ use crate::env_state::EnvState;
     ts_return_type = "Promise<void> | null"
 )]
 pub fn when_ready(env: Env, id: Unknown) -> napi::Result<Unknown<'static>> {
-    js_call(&env, |js| {
-        let state = EnvState::get(js)?;
+    state_call(&env, |js, state| {
         let id = args::tensor_id(js, id.raw(), "id")?;
         state.settle_in_background(id)?;
         let value = match state.run.tensors.pending_job(id) {
@@ -38,8 +36,7 @@ pub fn when_ready(env: Env, id: Unknown) -> napi::Result<Unknown<'static>> {
     ts_return_type = "Promise<void>"
 )]
 pub fn when_job_done(env: Env, job: u32) -> napi::Result<Unknown<'static>> {
-    js_call(&env, |js| {
-        let state = EnvState::get(js)?;
+    state_call(&env, |js, state| {
         let job = state.run.executor.held(job)?;
         let promise = state.run.executor.when_done(js, job)?;
         Ok(js.to_unknown(promise))
@@ -54,8 +51,7 @@ pub fn when_job_done(env: Env, job: u32) -> napi::Result<Unknown<'static>> {
     ts_return_type = "TensorInfo[]"
 )]
 pub fn take_job_outputs(env: Env, job: u32) -> napi::Result<Unknown<'static>> {
-    js_call(&env, |js| {
-        let state = EnvState::get(js)?;
+    state_call(&env, |js, state| {
         let job = state.run.executor.release(job)?;
         let outputs = job.outputs(&state.run.status)?;
         Ok(js.to_unknown(outputs_to_js(js, state, outputs)?))
@@ -67,8 +63,8 @@ pub fn take_job_outputs(env: Env, job: u32) -> napi::Result<Unknown<'static>> {
 /// job still running. Called from a `process` `'exit'` listener (js/backend/tensorflow_backend.js).
 #[napi_derive::napi(js_name = "stopBackgroundWork")]
 pub fn stop_background_work(env: Env) -> napi::Result<()> {
-    js_call(&env, |js| {
-        EnvState::get(js)?.run.executor.shut_down();
+    state_call(&env, |_, state| {
+        state.run.executor.shut_down();
         Ok(())
     })
 }

@@ -14,6 +14,7 @@ mod tensors;
 
 use napi::bindgen_prelude::Env;
 
+use crate::env_state::EnvState;
 use crate::error::Result;
 use crate::js::Js;
 
@@ -21,4 +22,9 @@ use crate::js::Js;
 fn js_call<T>(env: &Env, body: impl FnOnce(Js) -> Result<T>) -> napi::Result<T> {
     let js = Js::new(env.raw());
     body(js).map_err(|err| js.throw(&err))
+}
+
+/// `js_call` with this env's state, borrowed for the body alone (`EnvState::with`).
+fn state_call<T>(env: &Env, body: impl FnOnce(Js, &mut EnvState) -> Result<T>) -> napi::Result<T> {
+    js_call(env, |js| EnvState::with(js, |state| body(js, state)))
 }

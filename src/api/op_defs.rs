@@ -3,8 +3,7 @@
 
 use napi::bindgen_prelude::Env;
 
-use super::js_call;
-use crate::env_state::EnvState;
+use super::state_call;
 use crate::error::Error;
 use crate::tf::dtype::DType;
 use crate::tf::op_def::{self, ArgDef, AttrDef};
@@ -47,18 +46,14 @@ pub struct OpDefinition {
 /// Names of every op registered with TF (its own and this package's).
 #[napi_derive::napi(js_name = "opNames")]
 pub fn op_names(env: Env) -> napi::Result<Vec<String>> {
-    js_call(&env, |js| {
-        // The env's set-up registers this package's own ops.
-        EnvState::get(js)?;
-        op_def::op_names()
-    })
+    // The env's set-up registers this package's own ops.
+    state_call(&env, |_, _| op_def::op_names())
 }
 
 /// The definition of op `name` (a `NOT_FOUND` error for an unknown op).
 #[napi_derive::napi(js_name = "opDef")]
 pub fn op_def(env: Env, name: String) -> napi::Result<OpDefinition> {
-    js_call(&env, |js| {
-        let state = EnvState::get(js)?;
+    state_call(&env, |_, state| {
         let c_name = std::ffi::CString::new(name.as_str())
             .map_err(|_| Error::Type("op name must not contain NUL".into()))?;
         let checks = state

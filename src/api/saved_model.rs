@@ -8,8 +8,7 @@ use napi::JsValue;
 
 use super::args;
 use super::execute::outputs_to_js;
-use super::js_call;
-use crate::env_state::EnvState;
+use super::state_call;
 use crate::error::{Error, Result};
 use crate::executor::Work;
 use crate::js::{Js, Value};
@@ -26,8 +25,7 @@ const MAX_TENSORS: u32 = 4096;
 /// tags again shares the session (one more reference).
 #[napi_derive::napi(js_name = "loadSavedModel")]
 pub fn load_saved_model(env: Env, export_dir: Unknown, tags: Unknown) -> napi::Result<f64> {
-    js_call(&env, |js| {
-        let state = EnvState::get(js)?;
+    state_call(&env, |js, state| {
         let mut buf = Vec::new();
         let dir = string(js, export_dir.raw(), &mut buf, "exportDir")?;
         let tags = strings(js, tags.raw(), "tags")?;
@@ -42,8 +40,7 @@ pub fn load_saved_model(env: Env, export_dir: Unknown, tags: Unknown) -> napi::R
 /// Drops one reference to the session; the last one closes it.
 #[napi_derive::napi(js_name = "deleteSavedModel")]
 pub fn delete_saved_model(env: Env, id: Unknown) -> napi::Result<()> {
-    js_call(&env, |js| {
-        let state = EnvState::get(js)?;
+    state_call(&env, |js, state| {
         let id = args::tensor_id(js, id.raw(), "id")?;
         state.saved_models.release(id)
     })
@@ -52,7 +49,7 @@ pub fn delete_saved_model(env: Env, id: Unknown) -> napi::Result<()> {
 /// Distinct SavedModel sessions loaded in this env.
 #[napi_derive::napi(js_name = "getNumOfSavedModels")]
 pub fn get_num_of_saved_models(env: Env) -> napi::Result<u32> {
-    js_call(&env, |js| Ok(EnvState::get(js)?.saved_models.len() as u32))
+    state_call(&env, |_, state| Ok(state.saved_models.len() as u32))
 }
 
 /// `runSavedModel(id, inputIds, inputNames, outputNames)` → `[{id, shape, dtype}]`. Names are
@@ -68,8 +65,7 @@ pub fn run_saved_model(
     input_names: Unknown,
     output_names: Unknown,
 ) -> napi::Result<Unknown<'static>> {
-    js_call(&env, |js| {
-        let state = EnvState::get(js)?;
+    state_call(&env, |js, state| {
         let run = RunRequest::read(js, id, input_ids, input_names, output_names)?;
         for &tid in &run.ids {
             state.settle(tid)?;
@@ -104,8 +100,7 @@ pub fn run_saved_model_in_background(
     input_names: Unknown,
     output_names: Unknown,
 ) -> napi::Result<u32> {
-    js_call(&env, |js| {
-        let state = EnvState::get(js)?;
+    state_call(&env, |js, state| {
         let run = RunRequest::read(js, id, input_ids, input_names, output_names)?;
         let session = state.saved_models.get(run.session)?.clone();
         let mut inputs = Vec::with_capacity(run.ids.len());

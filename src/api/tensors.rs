@@ -4,7 +4,7 @@ use napi::bindgen_prelude::{Env, Unknown};
 use napi::JsValue;
 
 use super::args;
-use super::js_call;
+use super::state_call;
 use crate::env_state::EnvState;
 use crate::error::{Error, Result};
 use crate::js::{Js, Value};
@@ -20,12 +20,9 @@ use crate::tf::tensor::Tensor;
     ts_args_type = "shape: number[], dtype: DType, data: TypedArray | Uint8Array[]"
 )]
 pub fn create_tensor(env: Env, shape: Unknown, dtype: Unknown, data: Unknown) -> napi::Result<f64> {
-    js_call(&env, |js| {
-        let state = EnvState::get(js)?;
-        let mut dims = std::mem::take(&mut state.run.scratch.dims);
-        let created = create(js, state, &mut dims, shape.raw(), dtype.raw(), data.raw());
-        state.run.scratch.dims = dims;
-        created.map(|id| id as f64)
+    state_call(&env, |js, state| {
+        let mut dims = Vec::new();
+        create(js, state, &mut dims, shape.raw(), dtype.raw(), data.raw()).map(|id| id as f64)
     })
 }
 
@@ -114,8 +111,7 @@ fn string_tensor(js: Js, dims: &[i64], count: usize, data: Value) -> Result<Tens
     ts_return_type = "TypedArray"
 )]
 pub fn alloc(env: Env, dtype: Unknown, length: Unknown) -> napi::Result<Unknown<'static>> {
-    js_call(&env, |js| {
-        let state = EnvState::get(js)?;
+    state_call(&env, |js, state| {
         let dtype = args::dtype(js, dtype.raw(), &mut state.run.scratch.text, "dtype")?;
         let Layout::Numeric { array, lanes } = dtype.layout else {
             return Err(Error::Type(format!(
@@ -146,8 +142,7 @@ pub fn tensor_data_sync(
     id: Unknown,
     aliased: Option<bool>,
 ) -> napi::Result<Unknown<'static>> {
-    js_call(&env, |js| {
-        let state = EnvState::get(js)?;
+    state_call(&env, |js, state| {
         let id = args::tensor_id(js, id.raw(), "id")?;
         state.settle(id)?;
         let dtype = readable_dtype(state.run.tensors.handle(id)?)?;
@@ -183,13 +178,10 @@ pub fn tensor_data_sync(
     ts_args_type = "id: number, shape: number[]"
 )]
 pub fn reshape_tensor(env: Env, id: Unknown, shape: Unknown) -> napi::Result<f64> {
-    js_call(&env, |js| {
-        let state = EnvState::get(js)?;
+    state_call(&env, |js, state| {
         let id = args::tensor_id(js, id.raw(), "id")?;
-        let mut dims = std::mem::take(&mut state.run.scratch.dims);
-        let reshaped = reshape(js, state, id, shape.raw(), &mut dims);
-        state.run.scratch.dims = dims;
-        reshaped.map(|id| id as f64)
+        let mut dims = Vec::new();
+        reshape(js, state, id, shape.raw(), &mut dims).map(|id| id as f64)
     })
 }
 
@@ -239,8 +231,7 @@ fn readable_dtype(handle: &TensorHandle) -> Result<DType> {
 
 #[napi_derive::napi(js_name = "deleteTensor", ts_args_type = "id: number")]
 pub fn delete_tensor(env: Env, id: Unknown) -> napi::Result<()> {
-    js_call(&env, |js| {
-        let state = EnvState::get(js)?;
+    state_call(&env, |js, state| {
         let id = args::tensor_id(js, id.raw(), "id")?;
         state.run.tensors.remove(id).map(drop)
     })
@@ -250,8 +241,7 @@ pub fn delete_tensor(env: Env, id: Unknown) -> napi::Result<()> {
 /// as TF's own threads may do. Exists to exercise the release queue; see `stats().pendingReleases`.
 #[napi_derive::napi(js_name = "dropTensorOnNativeThread", ts_args_type = "id: number")]
 pub fn drop_tensor_on_native_thread(env: Env, id: Unknown) -> napi::Result<()> {
-    js_call(&env, |js| {
-        let state = EnvState::get(js)?;
+    state_call(&env, |js, state| {
         let id = args::tensor_id(js, id.raw(), "id")?;
         state.settle(id)?;
         let tensor = state.run.tensors.handle(id)?.resolve(&state.run.status)?;

@@ -5,6 +5,7 @@ pub mod external;
 pub mod reference;
 pub mod wakeup;
 
+use std::cell::Cell;
 use std::ffi::{c_void, CStr};
 use std::ptr;
 
@@ -488,34 +489,63 @@ pub trait EnvData: 'static {
 
 struct EnvSlot<T> {
     env: sys::napi_env,
+    /// Whether a call is using `data` (`with_env_data`).
+    in_use: Cell<bool>,
     data: T,
 }
 
+/// Marks an env's data free again when the use that took it ends, by return or by unwinding.
+struct InUse<'a>(&'a Cell<bool>);
+
+impl Drop for InUse<'_> {
+    fn drop(&mut self) {
+        self.0.set(false);
+    }
+}
+
 impl Js {
-    /// This env's `T`, made by `init` on first use.
-    ///
-    /// The returned borrow must not be held across a call back into JS that could re-enter the
-    /// binding; the binding reads its arguments without running user code that calls it.
-    pub fn env_data<T: EnvData>(
+    /// Runs `body` with this env's `T` (made by `init` on first use), borrowed for `body` alone.
+    /// A second use while one is live (the binding re-entered from JS that a call ran) is an
+    /// error instead of a second mutable borrow of the same data.
+    pub fn with_env_data<T: EnvData, R>(
         self,
         init: impl FnOnce(Js) -> Result<T>,
-    ) -> Result<&'static mut T> {
-        let mut existing = self.instance_data()?;
-        if existing.is_null() {
-            let slot = Box::into_raw(Box::new(EnvSlot {
-                env: self.env,
-                data: init(self)?,
-            }));
-            if let Err(err) = self.set_instance_data(slot.cast(), shut_down_slot::<T>) {
-                // SAFETY: the slot was not handed to N-API.
-                drop(unsafe { Box::from_raw(slot) });
-                return Err(err);
-            }
-            existing = slot.cast();
+        body: impl FnOnce(&mut T) -> Result<R>,
+    ) -> Result<R> {
+        let slot = self.env_slot(init)?;
+        // SAFETY: `slot` is this env's live EnvSlot<T> (`env_slot`), used on its JS thread only;
+        // this borrows its flag alone, which no borrow of `data` overlaps.
+        let in_use = unsafe { &(*slot).in_use };
+        if in_use.replace(true) {
+            return Err(Error::Invalid(
+                "the binding was called again while one of its calls was running".into(),
+            ));
         }
-        // SAFETY: the only pointer stored as instance data is an EnvSlot<T> made above; it lives
-        // until the cleanup hook, after which no JS (and so no call here) runs in this env.
-        Ok(unsafe { &mut (*existing.cast::<EnvSlot<T>>()).data })
+        let _in_use = InUse(in_use);
+        // SAFETY: the flag was clear, so no other borrow of `data` is live: every one is made
+        // here, under the flag, and ends with `body`.
+        body(unsafe { &mut (*slot).data })
+    }
+
+    /// This env's slot for `T`, made by `init` on first use.
+    fn env_slot<T: EnvData>(self, init: impl FnOnce(Js) -> Result<T>) -> Result<*mut EnvSlot<T>> {
+        let existing = self.instance_data()?;
+        if !existing.is_null() {
+            // The only pointer stored as instance data is an EnvSlot<T> made below; it lives
+            // until the cleanup hook, after which no JS (and so no call here) runs in this env.
+            return Ok(existing.cast());
+        }
+        let slot = Box::into_raw(Box::new(EnvSlot {
+            env: self.env,
+            in_use: Cell::new(false),
+            data: init(self)?,
+        }));
+        if let Err(err) = self.set_instance_data(slot.cast(), shut_down_slot::<T>) {
+            // SAFETY: the slot was not handed to N-API.
+            drop(unsafe { Box::from_raw(slot) });
+            return Err(err);
+        }
+        Ok(slot)
     }
 }
 

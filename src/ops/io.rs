@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::Runtime;
+use super::{Runtime, Scratch};
 use crate::error::{Error, Result};
 use crate::executor::Job;
 use crate::graphs::compiled::OutputSpec;
@@ -13,7 +13,7 @@ use crate::tf::handle::TensorHandle;
 
 /// Registers a new output tensor whose dims are `dims`; returns its id and dtype index.
 pub fn adopt_output(
-    state: &mut Runtime,
+    tensors: &mut TensorTable,
     handle: TensorHandle,
     dims: &[i64],
 ) -> (u64, Option<usize>) {
@@ -25,39 +25,42 @@ pub fn adopt_output(
     let bytes = index
         .and_then(|i| DTYPES[i].element_bytes())
         .map_or(0, |size| elements.saturating_mul(size as u64));
-    (state.tensors.insert(handle, bytes), index)
+    (tensors.insert(handle, bytes), index)
 }
 
 /// Writes each output's id, dtype index and shape into `io`. Outputs that do not fit are
 /// dropped (and so freed) with an error, never registered under ids the caller cannot see.
 pub fn write_outputs(state: &mut Runtime, io: &mut [f64]) -> Result<u32> {
-    let mut outputs = std::mem::take(&mut state.scratch.outputs);
+    let Runtime {
+        scratch,
+        tensors,
+        status,
+        ..
+    } = state;
+    let Scratch { outputs, dims, .. } = scratch;
     let count = outputs.len() as u32;
-    let mut dims = std::mem::take(&mut state.scratch.dims);
     let mut at = 0;
     // Ids count up, so the outputs registered here are one contiguous run.
     let mut adopted: Option<(u64, u64)> = None;
     let mut result = Ok(count);
     for handle in outputs.drain(..) {
         dims.clear();
-        if let Err(err) = handle.dims_into(&mut dims, &state.status) {
+        if let Err(err) = handle.dims_into(dims, status) {
             result = Err(err);
             break;
         }
-        if output_room(&dims) > io.len() - at {
+        if output_room(dims) > io.len() - at {
             result = Err(too_small(io));
             break;
         }
-        let (id, dtype) = adopt_output(state, handle, &dims);
+        let (id, dtype) = adopt_output(tensors, handle, dims);
         adopted = Some(adopted.map_or((id, id), |(first, _)| (first, id)));
-        at += write_output(&mut io[at..], id, dtype, &dims);
+        at += write_output(&mut io[at..], id, dtype, dims);
     }
-    state.scratch.dims = dims;
-    state.scratch.outputs = outputs;
     if let (Err(_), Some((first, last))) = (&result, adopted) {
         // The call throws, so the caller never learns these ids: free them now.
         for id in first..=last {
-            let _ = state.tensors.remove(id);
+            let _ = tensors.remove(id);
         }
     }
     result

@@ -31,14 +31,14 @@ use crate::tf::status::Status;
 use crate::tf::warm_up;
 use deferred::Tracer;
 
-/// Buffers reused by every call, so the hot path does not allocate.
+/// Buffers reused by every call, so the hot path does not allocate: an op's outputs (filled by
+/// the op's run, read by the io writer and by deferred runs), their dims, and dtype names read
+/// from JS.
 #[derive(Default)]
 pub struct Scratch {
-    pub op_name: Vec<u8>,
     pub text: Vec<u8>,
     pub dims: Vec<i64>,
     pub outputs: Vec<TensorHandle>,
-    pub ids: Vec<u64>,
 }
 
 /// What running op calls uses of the env, borrowed apart from the prepared ops the calls read.
