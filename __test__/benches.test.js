@@ -137,3 +137,9 @@ test('deferring off is compared pair by pair, each median with its interval', ()
   assert.match(t.detail, /^slower: b predict 0\.72 \(95% interval 0\.48-0\.88\), d predict 0\.70; /);
   assert.match(t.detail, /within noise: a predict 0\.90 \(95% interval 0\.60-1\.10\)$/);
 });
+
+test('a ratio just short of its goal shows the decimal that tells them apart', () => {
+  const r = report.derive(results([['dense-large', 'fit', false, [1, 1.998, 3, 2]]]));
+  const vsNode = r.targets.find((x) => x.name === 'every suite model, predict and fit, vs tfjs-node');
+  assert.deepStrictEqual([vsNode.met, vsNode.detail], [false, 'dense-large fit 1.998']);
+});
