@@ -202,8 +202,8 @@ pub(super) fn read_ids(io: &[f64], count: u32) -> Result<Vec<u64>> {
 const IDS_ON_STACK: usize = 16;
 
 /// Calls `body` with the first `count` values of `io` read as tensor ids, and `io` itself (to
-/// write outputs into). Up to `IDS_ON_STACK` ids stay on the stack: the fast path reads them for
-/// every op, and a heap buffer per op would cost about what reading them does.
+/// write outputs into). Up to `IDS_ON_STACK` ids stay on the stack, so the fast path, which
+/// reads them for every op, neither allocates nor keeps a buffer in the env's state for them.
 pub(super) fn with_ids<R>(
     io: &mut [f64],
     count: u32,
