@@ -176,6 +176,12 @@ export declare function listDevices(): Array<DeviceInfo>
  */
 export declare function loadSavedModel(exportDir: unknown, tags: unknown): number
 
+/**
+ * Elements per op, on average, up to which a call graph's first run is queued on the executor
+ * ahead of need (`warmUpCall`); the bound deferred runs use too (`ops::deferred`).
+ */
+export declare const MAX_SET_UP_ELEMENTS_PER_OP: number
+
 /** An input or output of an op. */
 export interface OpArgDef {
   name: string

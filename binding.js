@@ -854,6 +854,7 @@ module.exports.isDeferring = nativeBinding.isDeferring
 module.exports.isUsingGpuDevice = nativeBinding.isUsingGpuDevice
 module.exports.listDevices = nativeBinding.listDevices
 module.exports.loadSavedModel = nativeBinding.loadSavedModel
+module.exports.MAX_SET_UP_ELEMENTS_PER_OP = nativeBinding.MAX_SET_UP_ELEMENTS_PER_OP
 module.exports.opDef = nativeBinding.opDef
 module.exports.opNames = nativeBinding.opNames
 module.exports.pauseDeferring = nativeBinding.pauseDeferring

@@ -29,13 +29,6 @@ const {TensorFlowBackend, sameShape} = require('../backend/tensorflow_backend');
 
 /** Recordings per key before the key is left eager. */
 const MAX_RECORDINGS = 4;
-/**
- * Calls whose ops make more elements than this per op, on average, are not set up ahead
- * (`CallGraphs.speculate`). Measured: calls with up to 10k (RNN and small dense training
- * steps) set up ahead cut their second and third calls by a quarter to a half; calls with
- * 120k and more (convolutions of 32 filters, dense layers of 4000 units) took longer.
- */
-const MAX_ELEMENTS_PER_OP = 1 << 15;
 /** Keys per cache; calls of further keys run eagerly. */
 const MAX_KEYS = 64;
 /** The tfjs flag that turns call graphs off (`tf.env().set(FLAG, false)`). */
@@ -198,7 +191,8 @@ class CallGraphs {
   /**
    * The graph of `call`, a recorded call that a call just starting may repeat (`{id,
    * runsAhead}`: whether the call may run ahead of TF on it, `Recording.runAhead`), or null
-   * when it cannot be a graph. A call of many small ops (`MAX_ELEMENTS_PER_OP`) has it set up
+   * when it cannot be a graph. A call of many small ops (`MAX_SET_UP_ELEMENTS_PER_OP` of the
+   * binding, shared with deferred runs, where its measurements are) has it set up
    * on the executor meanwhile: a graph's first run is mostly the session's setup (TF's graph
    * passes and kernels, per node), which would otherwise come at the first call that runs it
    * (for a call that runs ahead, at its own end: its JS takes about as long as its eager ops
@@ -213,12 +207,13 @@ class CallGraphs {
 
   /**
    * Queues the first run of graph `id`, compiled from `call`, on the executor when the call's
-   * ops are small (`MAX_ELEMENTS_PER_OP`), fed the call's inputs and its variables' values,
-   * its outputs dropped. False, with the graph dropped, when a tensor of the call is gone (a
+   * ops are small (`MAX_SET_UP_ELEMENTS_PER_OP`), fed the call's inputs and its variables'
+   * values, its outputs dropped. False, with the graph dropped, when a tensor of the call is gone (a
    * disposed variable): a call of the key will differ.
    */
   setUp(backend, id, call) {
-    if (call.elements > MAX_ELEMENTS_PER_OP * call.ops.length) return true;
+    const perOp = backend.binding.MAX_SET_UP_ELEMENTS_PER_OP;
+    if (call.elements > perOp * call.ops.length) return true;
     try {
       backend.binding.warmUpCall(id, backend.ops.io, writeFeeds(backend, call));
       return true;

@@ -13,7 +13,7 @@ use crate::executor::Job;
 use crate::graphs::calls::{CallGraph, RecordedOp};
 use crate::graphs::compiled::Ref;
 use crate::js::Js;
-use crate::ops::{check_room, write_outputs, write_pending_outputs};
+use crate::ops::{check_room, deferred, write_outputs, write_pending_outputs};
 
 /// Where a recorded op's input, or a call's output, comes from: `{feed}` (the call's feeds,
 /// the JS-fed ones first, then the fixed ones) or `{node, output}` (an earlier op's output).
@@ -183,6 +183,11 @@ pub fn warm_up_call(env: Env, call: u32, io: Unknown, num_fed: u32) -> napi::Res
         Ok(true)
     })
 }
+
+/// Elements per op, on average, up to which a call graph's first run is queued on the executor
+/// ahead of need (`warmUpCall`); the bound deferred runs use too (`ops::deferred`).
+#[napi_derive::napi]
+pub const MAX_SET_UP_ELEMENTS_PER_OP: u32 = deferred::MAX_SET_UP_ELEMENTS_PER_OP;
 
 /// Whether call graph `call` may compute a call whose JS ran ahead of TF (its ops recorded, not
 /// run: `js/graphs/recording.js`): the shape of every node output that is used is known from

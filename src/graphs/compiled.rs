@@ -113,6 +113,16 @@ pub struct OutputSpec {
 }
 
 impl OutputSpec {
+    /// How many elements a tensor of this spec holds (0 for an unknown dim).
+    pub fn elements(&self) -> u64 {
+        self.dims
+            .iter()
+            .try_fold(1u64, |count, &dim| {
+                count.checked_mul(u64::try_from(dim).ok()?)
+            })
+            .unwrap_or(0)
+    }
+
     /// The spec of an existing tensor.
     pub fn of(handle: &TensorHandle, status: &Status) -> Result<OutputSpec> {
         let dtype = handle

@@ -11,7 +11,7 @@ use crate::graphs::single_ops::OpInput;
 
 /// A product or convolution on more input elements than this (4 MiB of floats; a
 /// 1024x1024 matMul takes ~30 ms here) runs on the executor rather than the JS thread.
-const HEAVY_INPUT_ELEMENTS: i64 = 1 << 20;
+const HEAVY_INPUT_ELEMENTS: u64 = 1 << 20;
 
 /// Queues the op on the executor when waiting for it would hold the JS thread: an input is
 /// still being computed there (`pending`), or it is a product or convolution of more than
@@ -95,11 +95,11 @@ pub fn run_in_background(
 
 /// Whether the inputs of a compute-bound op hold more than `HEAVY_INPUT_ELEMENTS` elements.
 fn is_heavy(state: &Runtime, ids: &[u64]) -> bool {
-    let elements: i64 = ids
+    let elements: u64 = ids
         .iter()
         .map(|&id| {
             let spec = state.tensors.spec(id, &state.status);
-            spec.map_or(0, |spec| spec.dims.iter().product::<i64>())
+            spec.map_or(0, |spec| spec.elements())
         })
         .sum();
     elements > HEAVY_INPUT_ELEMENTS
