@@ -152,14 +152,15 @@ function derive(results) {
 function deferringNeverSlower(rows, measured, add) {
   if (!measured || !rows.length) return;
   const peer = PAIRED_PEER;
-  const short = rows.filter((r) => !(r.ratios[peer] >= 0.95));
+  const goal = 0.95;
+  const short = rows.filter((r) => !(r.ratios[peer] >= goal));
   const noisy = short.filter((r) => r.pairedInterval && r.pairedInterval.high >= 1);
   const slower = short.filter((r) => !noisy.includes(r));
   const describe = (r) => {
     const i = r.pairedInterval;
     const interval = i && i.low != null ?
       ` (${Math.round(INTERVAL_LEVEL * 100)}% interval ${f2(i.low)}-${f2(i.high)})` : '';
-    return `${r.model} ${r.method} ${f2(r.ratios[peer])}${interval}`;
+    return `${r.model} ${r.method} ${below(r.ratios[peer], goal)}${interval}`;
   };
   const detail = [slower.length ? `slower: ${slower.map(describe).join(', ')}` : '',
                   noisy.length ? `within noise: ${noisy.map(describe).join(', ')}` : '']
@@ -167,7 +168,7 @@ function deferringNeverSlower(rows, measured, add) {
   add('deferring never slower: every row vs deferring off',
       `${rows.length - short.length}/${rows.length}` +
       (noisy.length ? `, ${noisy.length} within noise` : ''),
-      `≥ 0.95× ${peer} on each, or its interval reaching 1`, slower.length === 0, detail);
+      `≥ ${f2(goal)}× ${peer} on each, or its interval reaching 1`, slower.length === 0, detail);
 }
 
 function targets(results) {
