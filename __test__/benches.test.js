@@ -143,3 +143,38 @@ test('a ratio just short of its goal shows the decimal that tells them apart', (
   const vsNode = r.targets.find((x) => x.name === 'every suite model, predict and fit, vs tfjs-node');
   assert.deepStrictEqual([vsNode.met, vsNode.detail], [false, 'dense-large fit 1.998']);
 });
+
+test('a whole program (build to last predict) is a row of its own, against tfjs-node and ' +
+     'deferring off', () => {
+  const backendsRun = ['tensorflow', 'defer-off', 'tfjs-node'];
+  // On predict rows: each backend's program ms per process (sorted: the median is the middle).
+  const row = (model, method, programs) => ({
+    model, method, workload: true,
+    results: Object.fromEntries(backendsRun.map((b, i) => [b, {
+      ms: 1, firstMs: 1, processes: [1, 1, 1], firstProcesses: [1, 1, 1],
+      ...(programs ? {programMs: programs[i][1], programProcesses: programs[i]} : {})}])),
+  });
+  const r = report.derive({
+    primary: 'tensorflow', backendsRun, backends: {},
+    models: [
+      row('mnist-convnet', 'predict', [[400, 410, 420], [480, 492, 504], [1000, 1000, 1000]]),
+      row('mnist-convnet', 'fit'),
+      // Deferring off faster in every pair: slower, as a program.
+      row('resnet-block', 'predict', [[500, 500, 500], [400, 400, 400], [450, 450, 450]]),
+    ],
+  });
+  assert.strictEqual(r.models[0].programRatios['tfjs-node'], 1000 / 410);
+  assert.strictEqual(r.models[1].programRatios['tfjs-node'], null);
+  const t = Object.fromEntries(r.targets.map((x) => [x.name, x]));
+  const vsNode = t['every user workload\'s whole program vs tfjs-node'];
+  assert.deepStrictEqual([vsNode.value, vsNode.met, vsNode.detail],
+                         ['1/2', false, 'resnet-block whole program 0.90']);
+  const deferring = t['deferring never slower: every row vs deferring off'];
+  assert.deepStrictEqual([deferring.value, deferring.met], ['4/5', false]);
+  assert.match(deferring.detail, /^slower: resnet-block whole program 0\.80$/);
+  // One table row per model, with what its program ran.
+  const text = report.text(r);
+  assert.match(text, /User workloads: the whole program/);
+  assert.match(text, /\nresnet-block +build, predict +500 /);
+  assert.match(text, /\nmnist-convnet +build, fit, predict +410 +492 +1000 +1\.20 +2\.44\n/);
+});

@@ -72,36 +72,52 @@ function peersOf(results) {
   return PEERS.filter((p) => (results.backendsRun || []).includes(p));
 }
 
+/**
+ * The times a model row's cells hold: the steady state (per call), the first call, and the whole
+ * program (on predict rows: run.js `programTimes`). Per kind: the cell's key, its processes' key,
+ * and where the row keeps its ratios and its paired peer's interval.
+ */
+const MODEL_TIMES = [
+  {key: 'ms', processes: 'processes', ratios: 'ratios', interval: 'pairedInterval'},
+  {key: 'firstMs', processes: 'firstProcesses', ratios: 'firstRatios',
+   interval: 'firstPairedInterval'},
+  {key: 'programMs', processes: 'programProcesses', ratios: 'programRatios',
+   interval: 'programPairedInterval'},
+];
+
+/** The rows of a whole program's time: one per model. */
+const programRows = (rows) => rows.filter((r) => r.method === 'predict');
+
 function derive(results) {
   const P = results.primary;
   const peers = peersOf(results);
   if (results.models) {
     for (const row of results.models) {
-      // Steady state (per call) and first call.
-      row.ratios = {};
-      row.firstRatios = {};
       const mine = row.results[P] || {};
-      for (const p of peers) {
-        const peer = row.results[p] || {};
-        if (p === PAIRED_PEER) {
-          const steady = pairedRatio(peer.ms, mine.ms, peer.processes, mine.processes);
-          const first = pairedRatio(peer.firstMs, mine.firstMs, peer.firstProcesses,
-                                    mine.firstProcesses);
-          row.ratios[p] = steady.ratio;
-          row.firstRatios[p] = first.ratio;
-          row.pairedInterval = {low: steady.low, high: steady.high};
-          row.firstPairedInterval = {low: first.low, high: first.high};
-        } else {
-          row.ratios[p] = ratio(peer.ms, mine.ms);
-          row.firstRatios[p] = ratio(peer.firstMs, mine.firstMs);
+      for (const t of MODEL_TIMES) {
+        row[t.ratios] = {};
+        for (const p of peers) {
+          const peer = row.results[p] || {};
+          if (p === PAIRED_PEER) {
+            const paired = pairedRatio(peer[t.key], mine[t.key], peer[t.processes],
+                                       mine[t.processes]);
+            row[t.ratios][p] = paired.ratio;
+            row[t.interval] = {low: paired.low, high: paired.high};
+          } else {
+            row[t.ratios][p] = ratio(peer[t.key], mine[t.key]);
+          }
         }
       }
     }
     results.geomean = {};
+    results.programGeomean = {};
     for (const g of GROUPS) {
+      const rows = results.models.filter(g.of);
       results.geomean[g.key] = {};
+      results.programGeomean[g.key] = {};
       for (const p of peers) {
-        results.geomean[g.key][p] = geomean(results.models.filter(g.of).map((r) => r.ratios[p]));
+        results.geomean[g.key][p] = geomean(rows.map((r) => r.ratios[p]));
+        results.programGeomean[g.key][p] = geomean(programRows(rows).map((r) => r.programRatios[p]));
       }
     }
   }
@@ -199,7 +215,14 @@ function targets(results) {
             'wasm', 3);
     atLeast('every fit vs Keras', results.models.filter((r) => r.method === 'fit'), 'keras', 1.5);
     atLeast('every user workload vs tfjs-node', workloads, 'tfjs-node', 1);
-    deferringNeverSlower(results.models, has(PAIRED_PEER), add);
+    // A whole program as a row of its own: its ratios and interval are the program's.
+    const programs = programRows(results.models).map((r) => ({
+      model: r.model, method: 'whole program', workload: r.workload, ratios: r.programRatios,
+      pairedInterval: r.programPairedInterval}));
+    atLeast('every user workload\'s whole program vs tfjs-node',
+            programs.filter((p) => p.workload), 'tfjs-node', 1);
+    deferringNeverSlower([...results.models, ...programs.filter((p) => p.ratios[PAIRED_PEER] != null)],
+                         has(PAIRED_PEER), add);
     if (has('tfjs-node') && workloads.length) {
       const g = results.geomean.workloads['tfjs-node'];
       add('user workloads\' geometric mean vs tfjs-node', f2(g), '≥ 1.50', g != null && g >= 1.5);
@@ -377,6 +400,17 @@ function modelTables(results) {
                                      ...peers.map((p) => fmtR(r.firstRatios[p]))]);
     tables.push({group: g.key, title: `${g.title}: first call, ms of the first predict() (after ` +
                                       'fit) / the first fit() of one epoch', header, rows: first});
+    const programs = programRows(models);
+    const program = programs.map((r) => [
+      r.model, models.some((m) => m.model === r.model && m.method === 'fit') ? 'build, fit, predict' :
+        'build, predict',
+      ...backs.map((b) => cell(r.results[b], 'programMs')),
+      ...peers.map((p) => fmtR(r.programRatios[p]))]);
+    program.push(['geometric mean', '', ...backs.map(() => ''),
+                  ...peers.map((p) => fmtR(results.programGeomean[g.key][p]))]);
+    tables.push({group: g.key, title: `${g.title}: the whole program, ms from building the ` +
+                                      'model to the end of its last predict()',
+                 header: ['model', 'program', ...header.slice(2)], rows: program});
   }
   return tables;
 }
@@ -593,7 +627,10 @@ const MODEL_METHOD = [
   'the model, compile, `fit` one epoch (the **first fit**), `fit` 10 epochs (**fit**: their ' +
   'total / 10), then one warm-up `predict` (the **first predict**, after training) and 20 timed ' +
   '`predict` calls (**predict**: their total / 20), each `predict` + `dataSync()` of every ' +
-  'output + dispose; a fit is followed by a `dataSync()` of the first trainable weight. ' +
+  'output + dispose; a fit is followed by a `dataSync()` of the first trainable weight. The ' +
+  '**whole program** is the time from the build to the end of the last predict (none where a ' +
+  'process ran fewer calls, or its fit failed): what a program that trains and then predicts ' +
+  'waits for in all. ' +
   '`predict` keeps its default `batchSize` of 32 (the batch of 128 runs as 4 × 32), in tfjs ' +
   'and Keras alike. A cell is the median over the processes; no GC is forced anywhere. ' +
   'This package runs 5 processes per model with deferring on and 5 with it off (21 and 21 ' +

@@ -312,9 +312,20 @@ function combineModelRuns(passes, method, primaryParams, params) {
     buildMs: median(passes.map((g) => g.buildMs)),
     count: Math.min(...calls), firstOnly: got.some((g) => g.firstOnly),
     ...(method === 'predict' ? {callMs: got.map((g) => g.callMs),
-                                leakedTensors: Math.max(...got.map((g) => g.leakedTensors || 0))} :
+                                leakedTensors: Math.max(...got.map((g) => g.leakedTensors || 0)),
+                                ...programTimes(passes)} :
       {}),
   };
+}
+
+/**
+ * The whole program's time (`programMs` of worker.js), carried by the predict row: the median
+ * over processes, and each process's; nothing when a process did not run all of the suite's calls.
+ */
+function programTimes(passes) {
+  const got = passes.map((g) => g.programMs);
+  if (got.some((ms) => ms == null)) return {};
+  return {programMs: median(got), programProcesses: got};
 }
 
 function microTask(opts, backend) {

@@ -140,6 +140,8 @@ function timePredict(tf, model, xs, task) {
 /**
  * One model, as a user program runs it: build (or load), compile, fit, then predict. When fit
  * fails (a backend without a gradient kernel), predict still runs, on the untrained model.
+ * `programMs`: the whole program, from the build to the end of the last predict, where it ran
+ * all of the suite's calls (not the cpu backend's shortened cases, nor a failed fit).
  */
 async function taskModel(tf, task) {
   const spec = models.byName(task.model);
@@ -150,6 +152,8 @@ async function taskModel(tf, task) {
   const xs = models.inputs(tf, spec);
   if (spec.fit) out.fit = await timeFit(tf, model, spec, xs, task);
   out.predict = timePredict(tf, model, xs, task);
+  const fitRanAll = !spec.fit || out.fit.epochs === task.fitEpochs;
+  if (fitRanAll && out.predict.calls === task.predictCalls) out.programMs = now() - t0;
   tf.dispose(xs);
   model.dispose();
   return out;
