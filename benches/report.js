@@ -117,7 +117,8 @@ function derive(results) {
       results.programGeomean[g.key] = {};
       for (const p of peers) {
         results.geomean[g.key][p] = geomean(rows.map((r) => r.ratios[p]));
-        results.programGeomean[g.key][p] = geomean(programRows(rows).map((r) => r.programRatios[p]));
+        results.programGeomean[g.key][p] =
+            geomean(programRows(rows).map((r) => r.programRatios[p]));
       }
     }
   }
@@ -221,8 +222,8 @@ function targets(results) {
       pairedInterval: r.programPairedInterval}));
     atLeast('every user workload\'s whole program vs tfjs-node',
             programs.filter((p) => p.workload), 'tfjs-node', 1);
-    deferringNeverSlower([...results.models, ...programs.filter((p) => p.ratios[PAIRED_PEER] != null)],
-                         has(PAIRED_PEER), add);
+    const measuredPrograms = programs.filter((p) => p.ratios[PAIRED_PEER] != null);
+    deferringNeverSlower([...results.models, ...measuredPrograms], has(PAIRED_PEER), add);
     if (has('tfjs-node') && workloads.length) {
       const g = results.geomean.workloads['tfjs-node'];
       add('user workloads\' geometric mean vs tfjs-node', f2(g), '≥ 1.50', g != null && g >= 1.5);
@@ -400,10 +401,9 @@ function modelTables(results) {
                                      ...peers.map((p) => fmtR(r.firstRatios[p]))]);
     tables.push({group: g.key, title: `${g.title}: first call, ms of the first predict() (after ` +
                                       'fit) / the first fit() of one epoch', header, rows: first});
-    const programs = programRows(models);
-    const program = programs.map((r) => [
-      r.model, models.some((m) => m.model === r.model && m.method === 'fit') ? 'build, fit, predict' :
-        'build, predict',
+    const fitted = new Set(models.filter((r) => r.method === 'fit').map((r) => r.model));
+    const program = programRows(models).map((r) => [
+      r.model, fitted.has(r.model) ? 'build, fit, predict' : 'build, predict',
       ...backs.map((b) => cell(r.results[b], 'programMs')),
       ...peers.map((p) => fmtR(r.programRatios[p]))]);
     program.push(['geometric mean', '', ...backs.map(() => ''),

@@ -208,8 +208,8 @@ class CallGraphs {
   /**
    * Queues the first run of graph `id`, compiled from `call`, on the executor when the call's
    * ops are small (`MAX_SET_UP_ELEMENTS_PER_OP`), fed the call's inputs and its variables'
-   * values, its outputs dropped. False, with the graph dropped, when a tensor of the call is gone (a
-   * disposed variable): a call of the key will differ.
+   * values, its outputs dropped. False, with the graph dropped, when a tensor of the call is
+   * gone (a disposed variable): a call of the key will differ.
    */
   setUp(backend, id, call) {
     const perOp = backend.binding.MAX_SET_UP_ELEMENTS_PER_OP;

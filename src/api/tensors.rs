@@ -21,21 +21,14 @@ use crate::tf::tensor::Tensor;
 )]
 pub fn create_tensor(env: Env, shape: Unknown, dtype: Unknown, data: Unknown) -> napi::Result<f64> {
     state_call(&env, |js, state| {
-        let mut dims = Vec::new();
-        create(js, state, &mut dims, shape.raw(), dtype.raw(), data.raw()).map(|id| id as f64)
+        create(js, state, shape.raw(), dtype.raw(), data.raw()).map(|id| id as f64)
     })
 }
 
-fn create(
-    js: Js,
-    state: &mut EnvState,
-    dims: &mut Vec<i64>,
-    shape: Value,
-    dtype: Value,
-    data: Value,
-) -> Result<u64> {
-    args::dims_into(js, shape, false, dims, "shape")?;
-    let count = args::element_count(dims, "shape")?;
+fn create(js: Js, state: &mut EnvState, shape: Value, dtype: Value, data: Value) -> Result<u64> {
+    let mut dims = Vec::new();
+    args::dims_into(js, shape, false, &mut dims, "shape")?;
+    let count = args::element_count(&dims, "shape")?;
     let dtype = args::dtype(js, dtype, &mut state.run.scratch.text, "dtype")?;
     let (tensor, bytes) = match dtype.layout {
         Layout::Numeric { array, lanes } => {
@@ -68,11 +61,11 @@ fn create(
             }
             let bytes = view.byte_length as u64;
             (
-                sharing::tensor_from_typed_array(js, state, dtype, dims, data, &view)?,
+                sharing::tensor_from_typed_array(js, state, dtype, &dims, data, &view)?,
                 bytes,
             )
         }
-        Layout::Strings => (string_tensor(js, dims, count, data)?, 0),
+        Layout::Strings => (string_tensor(js, &dims, count, data)?, 0),
         Layout::Opaque => {
             return Err(Error::Type(format!(
                 "cannot create a {} tensor from JS",
@@ -180,18 +173,11 @@ pub fn tensor_data_sync(
 pub fn reshape_tensor(env: Env, id: Unknown, shape: Unknown) -> napi::Result<f64> {
     state_call(&env, |js, state| {
         let id = args::tensor_id(js, id.raw(), "id")?;
-        let mut dims = Vec::new();
-        reshape(js, state, id, shape.raw(), &mut dims).map(|id| id as f64)
+        reshape(js, state, id, shape.raw()).map(|id| id as f64)
     })
 }
 
-fn reshape(
-    js: Js,
-    state: &mut EnvState,
-    id: u64,
-    shape: Value,
-    dims: &mut Vec<i64>,
-) -> Result<u64> {
+fn reshape(js: Js, state: &mut EnvState, id: u64, shape: Value) -> Result<u64> {
     state.settle(id)?;
     let entry = state.run.tensors.get(id)?;
     let handle = entry.handle()?;
@@ -202,11 +188,11 @@ fn reshape(
             dtype.name
         )));
     }
-    dims.clear();
-    handle.dims_into(dims, &state.run.status)?;
-    let count = args::element_count(dims, "the tensor's shape")?;
-    args::dims_into(js, shape, false, dims, "shape")?;
-    let new_count = args::element_count(dims, "shape")?;
+    let mut dims = Vec::new();
+    handle.dims_into(&mut dims, &state.run.status)?;
+    let count = args::element_count(&dims, "the tensor's shape")?;
+    args::dims_into(js, shape, false, &mut dims, "shape")?;
+    let new_count = args::element_count(&dims, "shape")?;
     if new_count != count {
         return Err(Error::Range(format!(
             "shape {dims:?} has {new_count} elements, the tensor {count}"
@@ -215,7 +201,7 @@ fn reshape(
     let bytes = entry.bytes;
     let tensor = handle
         .resolve(&state.run.status)?
-        .reshaped(dtype, dims, &state.run.status)?;
+        .reshaped(dtype, &dims, &state.run.status)?;
     let handle = TensorHandle::from_tensor(&tensor, &state.run.status)?;
     // Both ids count the shared buffer, as two tensors sharing one buffer do anywhere else.
     Ok(state.run.tensors.insert(handle, bytes))

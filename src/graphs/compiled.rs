@@ -105,6 +105,23 @@ pub fn small_integers(
     Ok(handle.resolve(status)?.integers(DTYPES[dtype]))
 }
 
+/// How many elements a tensor of `dims` holds (0 for an unknown dim).
+pub fn element_count(dims: &[i64]) -> u64 {
+    dims.iter()
+        .try_fold(1u64, |count, &dim| {
+            count.checked_mul(u64::try_from(dim).ok()?)
+        })
+        .unwrap_or(0)
+}
+
+/// Bytes of element data of a tensor of dtype `DTYPES[dtype]` and `dims` (0 for strings and
+/// resources): what `stats().liveBytes` counts for it.
+pub fn data_bytes(dtype: usize, dims: &[i64]) -> u64 {
+    DTYPES[dtype]
+        .element_bytes()
+        .map_or(0, |size| element_count(dims).saturating_mul(size as u64))
+}
+
 /// A tensor's dtype (its `DTYPES` row) and dims.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct OutputSpec {
@@ -115,12 +132,7 @@ pub struct OutputSpec {
 impl OutputSpec {
     /// How many elements a tensor of this spec holds (0 for an unknown dim).
     pub fn elements(&self) -> u64 {
-        self.dims
-            .iter()
-            .try_fold(1u64, |count, &dim| {
-                count.checked_mul(u64::try_from(dim).ok()?)
-            })
-            .unwrap_or(0)
+        element_count(&self.dims)
     }
 
     /// The spec of an existing tensor.
@@ -136,12 +148,9 @@ impl OutputSpec {
         })
     }
 
-    /// Bytes of element data (0 for strings and resources), as `stats().liveBytes` counts.
+    /// Bytes of element data (`data_bytes`).
     pub fn byte_count(&self) -> u64 {
-        let elements: i64 = self.dims.iter().product();
-        DTYPES[self.dtype]
-            .element_bytes()
-            .map_or(0, |size| elements.max(0) as u64 * size as u64)
+        data_bytes(self.dtype, &self.dims)
     }
 }
 

@@ -6,9 +6,8 @@ use std::sync::Arc;
 use super::{Runtime, Scratch};
 use crate::error::{Error, Result};
 use crate::executor::Job;
-use crate::graphs::compiled::OutputSpec;
+use crate::graphs::compiled::{data_bytes, OutputSpec};
 use crate::tensor_table::TensorTable;
-use crate::tf::dtype::DTYPES;
 use crate::tf::handle::TensorHandle;
 
 /// Registers a new output tensor whose dims are `dims`; returns its id and dtype index.
@@ -18,13 +17,7 @@ pub fn adopt_output(
     dims: &[i64],
 ) -> (u64, Option<usize>) {
     let index = handle.dtype_index().ok();
-    let elements = dims
-        .iter()
-        .try_fold(1u64, |count, &dim| count.checked_mul(dim.max(0) as u64))
-        .unwrap_or(0);
-    let bytes = index
-        .and_then(|i| DTYPES[i].element_bytes())
-        .map_or(0, |size| elements.saturating_mul(size as u64));
+    let bytes = index.map_or(0, |i| data_bytes(i, dims));
     (tensors.insert(handle, bytes), index)
 }
 
