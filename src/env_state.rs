@@ -63,6 +63,7 @@ impl EnvState {
 
     fn new(js: Js) -> Result<EnvState> {
         crate::kernels::register();
+        crate::allocator::return_large_blocks_to_system();
         Ok(EnvState {
             saved_models: SavedModels::default(),
             run: Runtime::new(js)?,

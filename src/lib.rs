@@ -9,12 +9,14 @@
 //! - `ops/`: running op calls, the one path from `api/` to TF: checked prepared ops, each run
 //!   eagerly, deferred into a graph run (`ops::deferred`), or queued on the executor.
 //! - `executor`: graph runs on a native thread while JS goes on, as pending tensors.
+//! - `allocator`: glibc gives large blocks back when freed (bounded RSS on every machine).
 //! - `sharing`: JS memory ↔ TF memory without copies; `release`: returning JS memory from TF threads.
 //! - `api/`: the exported functions.
 #![deny(clippy::all)]
 // Unit tests do not register the N-API entry points, so what only they reach looks unused.
 #![cfg_attr(test, allow(dead_code))]
 
+mod allocator;
 mod api;
 mod env_state;
 mod error;

@@ -113,6 +113,11 @@ impl ReadViews {
         })
     }
 
+    /// The most bytes views may hold.
+    pub fn budget(&self) -> usize {
+        self.budget
+    }
+
     /// Whether a view of `bytes` more fits the budget, after releasing views V8 has collected.
     fn has_room(&mut self, js: Js, bytes: usize) -> Result<bool> {
         let after = external::view_bytes() + bytes;

@@ -36,4 +36,14 @@ function tfError(e, opName) {
   return e;
 }
 
-module.exports = {tfError};
+/**
+ * An Error whose message is tfjs-node's exact text (its specs and users' code match it whole),
+ * with what more there is to say in `e.detail`, which Node prints with the error.
+ */
+function errorWithDetail(message, detail) {
+  const e = new Error(message);
+  e.detail = detail;
+  return e;
+}
+
+module.exports = {errorWithDetail, tfError};

@@ -278,9 +278,14 @@ class TensorFlowBackend extends tfc.KernelBackend {
     };
   }
 
-  /** Native tensors alive in this thread's TF context (tfjs-node's leak-check counter). */
+  /**
+   * Native tensors alive in this thread's TF context for tfjs tensors (tfjs-node's leak-check
+   * counter). The backend's cache of small constants (axes, begin/size vectors), bounded by
+   * CONST_CACHE_LIMIT, is left out: tfjs-node makes those per op, so a kernel's first use would
+   * otherwise read as a leak. `memory()` reports both.
+   */
   getNumOfTFTensors() {
-    return this.binding.stats().liveTensors;
+    return this.binding.stats().liveTensors - this.consts.size;
   }
 
   // ---------------------------------------------------------------- SavedModel sessions

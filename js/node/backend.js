@@ -4,13 +4,17 @@
 
 const tfc = require('@tensorflow/tfjs-core');
 const {BACKEND_NAME} = require('../backend');
+const {errorWithDetail} = require('../backend/errors');
 
-/** The current backend, which must be `tensorflow`; `fn` names the caller in the error. */
+/**
+ * The current backend, which must be `tensorflow`. The message is tfjs-node's; `fn` names the
+ * caller in the error's detail.
+ */
 function tensorflowBackend(fn) {
   const current = tfc.getBackend();
   if (current !== BACKEND_NAME) {
-    throw new Error(`${fn}: expected the current backend to be "${BACKEND_NAME}", but got ` +
-                    `"${current}" (call tf.setBackend('${BACKEND_NAME}') first)`);
+    throw errorWithDetail(`Expect the current backend to be "${BACKEND_NAME}", but got "${current}"`,
+                          `${fn} runs on it: call tf.setBackend('${BACKEND_NAME}') first`);
   }
   return tfc.backend();
 }

@@ -183,8 +183,9 @@ class NodeFileSystem {
       for (const p of group.paths) {
         const file = weightsPath != null ? weightsPath : await weightsFileIn(dir, p, jsonPath);
         const buf = await fs.promises.readFile(file).catch((e) => {
-          throw new Error(`Failed to read the weights file ${file} named in ${jsonPath}: ` +
-                          `${e.code === 'ENOENT' ? 'it does not exist' : e.message}`);
+          // tfjs-node's words first (its specs match them), then which manifest named the file.
+          const what = e.code === 'ENOENT' ? 'does not exist: loading failed' : e.message;
+          throw new Error(`Weight file ${file} ${what} (named in ${jsonPath})`, {cause: e});
         });
         buffers.push(toArrayBuffer(buf));
       }

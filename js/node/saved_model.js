@@ -8,6 +8,7 @@ const path = require('path');
 const tfc = require('@tensorflow/tfjs-core');
 const {Reader, ProtoError, WIRE_LEN, WIRE_VARINT} = require('./proto');
 const {tensorflowBackend} = require('./backend');
+const {errorWithDetail} = require('../backend/errors');
 const {Int64Tensor, firstBeyondInt32} = require('./int64');
 
 const SAVED_MODEL_FILE_NAME = 'saved_model.pb';
@@ -212,14 +213,14 @@ function getSignatureDefEntryFromMetaGraphInfo(metaGraphs, tags, signature) {
     if (sameElements(tags, mg.tags)) {
       const entry = mg.signatureDefs[signature];
       if (entry == null) {
-        throw new Error(`The SavedModel does not have signature: ${signature} ` +
-                        `(it has: ${Object.keys(mg.signatureDefs).join(', ') || 'none'})`);
+        throw errorWithDetail(`The SavedModel does not have signature: ${signature}`,
+                              `its signatures: ${Object.keys(mg.signatureDefs).join(', ') || 'none'}`);
       }
       return entry;
     }
   }
-  throw new Error(`The SavedModel does not have tags: ${tags} (it has: ` +
-                  `${metaGraphs.map((m) => '[' + m.tags.join(',') + ']').join(', ')})`);
+  throw errorWithDetail(`The SavedModel does not have tags: ${tags}`,
+                        `its meta graphs' tags: ${metaGraphs.map((m) => '[' + m.tags.join(',') + ']').join(', ')}`);
 }
 
 // ------------------------------------------------------------------ running
@@ -403,8 +404,9 @@ class TFSavedModel {
                           'an object of named tf.Tensor (or tf.node.Int64Tensor)');
     }
     if (tensors.length !== keys.length) {
-      throw new Error(`The SavedModel signature has ${keys.length} input(s) (${keys.join()}), ` +
-                      `got ${tensors.length} tensor(s)`);
+      throw errorWithDetail(`Length of input op names (${keys.length}) does not match the ` +
+                            `length of input tensors (${tensors.length}).`,
+                            `the signature's inputs: ${keys.join(', ')}`);
     }
     keys.forEach((k, i) => checkInput(tensors[i], k, this.signature.inputs[k]));
     return [keys, tensors];

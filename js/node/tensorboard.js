@@ -7,6 +7,7 @@ const os = require('os');
 const path = require('path');
 const tfc = require('@tensorflow/tfjs-core');
 const tfl = require('@tensorflow/tfjs-layers');
+const {BACKEND_NAME} = require('../backend');
 const {Writer} = require('./proto');
 
 // ------------------------------------------------------------------ TFRecord framing
@@ -175,6 +176,14 @@ class SummaryFileWriter {
     installExitHook();
   }
 
+  /**
+   * The backend the writer's tensors are read on, as in tfjs-node (whose writer is a TF
+   * resource): programs check `writer.backend.getNumOfTFTensors()` around a write.
+   */
+  get backend() {
+    return tfc.findBackend(BACKEND_NAME);
+  }
+
   enqueue(summaryValue, step) {
     this.queue.push(tfRecord(eventProto({wallTime: Date.now() / 1000, step, summaryValue})));
     if (this.queue.length > this.maxQueue) {
@@ -314,28 +323,29 @@ class TensorBoardCallback extends tfl.Callback {
       if (SKIPPED_LOG_KEYS.has(key)) continue;
       const value = logs[key];
       if (key.startsWith('val_')) {
-        this.ensureValWriter().scalar(prefix + key.slice(4), value, step);
+        this.ensureValWriterCreated().scalar(prefix + key.slice(4), value, step);
       } else {
-        this.ensureTrainWriter().scalar(prefix + key, value, step);
+        this.ensureTrainWriterCreated().scalar(prefix + key, value, step);
       }
     }
   }
 
   logWeights(step) {
     if (this.model == null) return;
-    const writer = this.ensureTrainWriter();
+    const writer = this.ensureTrainWriterCreated();
     for (const w of this.model.weights) {
       const value = w.read();
       writer.histogram(w.name, value, step);
     }
   }
 
-  ensureTrainWriter() {
+  // tfjs-node's names: programs call them to reach `trainWriter` / `valWriter` before a fit.
+  ensureTrainWriterCreated() {
     if (this.trainWriter == null) this.trainWriter = summaryFileWriter(path.join(this.logdir, 'train'));
     return this.trainWriter;
   }
 
-  ensureValWriter() {
+  ensureValWriterCreated() {
     if (this.valWriter == null) this.valWriter = summaryFileWriter(path.join(this.logdir, 'val'));
     return this.valWriter;
   }

@@ -3,6 +3,7 @@
 use napi::bindgen_prelude::Env;
 
 use super::{js_call, state_call};
+use crate::allocator;
 use crate::env_state::EnvState;
 use crate::js::external;
 use crate::tf::context::tf_version as linked_tf_version;
@@ -64,6 +65,15 @@ pub struct Stats {
     pub pending_releases: u32,
     /// ArrayBuffers over native memory (from `alloc` and reads) not yet collected, process-wide.
     pub external_buffers: u32,
+    /// Bytes of TF buffers that read views hold now, process-wide: never more than
+    /// `viewBudgetBytes` (a read that would pass it is a copy).
+    pub view_bytes: f64,
+    /// The most bytes read views may hold (`sharing::ReadViews`).
+    pub view_budget_bytes: f64,
+    /// Blocks of this many bytes or more get a mapping of their own from glibc and go back to
+    /// the system when freed (`crate::allocator`); 0 where this package left the allocator as
+    /// it was (another libc, or the user's own `MALLOC_MMAP_THRESHOLD_`).
+    pub mmap_threshold_bytes: f64,
     /// Op calls whose running was deferred to the end of their run (see `ops::deferred`).
     pub deferred_ops: f64,
     /// Runs of deferred ops turned into graph nodes.
@@ -93,6 +103,13 @@ pub fn stats(env: Env) -> napi::Result<Stats> {
                 copied_reads: c.copied_reads as f64,
                 pending_releases: state.releases.pending() as u32,
                 external_buffers: external::live_count() as u32,
+                view_bytes: external::view_bytes() as f64,
+                view_budget_bytes: state.read_views.budget() as f64,
+                mmap_threshold_bytes: if allocator::return_large_blocks_to_system() {
+                    allocator::MMAP_THRESHOLD_BYTES as f64
+                } else {
+                    0.0
+                },
                 deferred_ops: state.run.tracer.counters.deferred_ops as f64,
                 compiled_runs: state.run.tracer.counters.compiled_runs as f64,
                 graph_runs: state.run.tracer.counters.graph_runs as f64,
