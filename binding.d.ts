@@ -363,7 +363,7 @@ export declare function takeJobOutputs(job: number): TensorInfo[]
 
 /**
  * The tensor's values: a typed array (a view of TF's buffer when no other tensor can see it,
- * else a copy; see `sharing::read_typed_array`), or `Uint8Array[]` for strings. `aliased`: the
+ * else a copy; see `sharing::Sharing::read_typed_array`), or `Uint8Array[]` for strings. `aliased`: the
  * caller knows other owners of `id` (a read of it is then always a copy).
  */
 export declare function tensorDataSync(id: number, aliased?: boolean): TypedArray | Uint8Array[]

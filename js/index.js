@@ -7,9 +7,11 @@
 require('./backend/binding').startRuntime();
 const tf = require('@tensorflow/tfjs');
 const {registerTensorflowBackend, BACKEND_NAME} = require('./backend');
+const {registerKernels} = require('./kernels/register');
 const {version: packageVersion} = require('../package.json');
 
 registerTensorflowBackend();
+registerKernels(BACKEND_NAME);
 tf.setBackend(BACKEND_NAME);
 // Before the exports below are taken: it replaces tfjs-core's `dropout`.
 require('./graphs').installGraphs();

@@ -1,24 +1,14 @@
 //! Context lifecycle: everything the binding keeps per N-API env, in parts that calls borrow
 //! apart: the op runtime (`ops::Runtime`: tensors, deferred runs, jobs, the context), the
-//! prepared ops that op calls read while the runtime is borrowed, and the JS-side state
-//! (releases, read views, counters).
-
-use std::sync::Arc;
+//! prepared ops that op calls read while the runtime is borrowed, and the memory lent between
+//! JS and TF (`sharing::Sharing`: releases, read views, counters).
 
 use crate::error::Result;
 use crate::js::{EnvData, Js};
-use crate::ops::{PreparedOp, Runtime};
-use crate::release::ReleaseQueue;
+use crate::op_plan::PreparedOp;
+use crate::ops::Runtime;
 use crate::saved_model::SavedModels;
-use crate::sharing::ReadViews;
-
-#[derive(Default)]
-pub struct Counters {
-    pub shared_creates: u64,
-    pub copied_creates: u64,
-    pub shared_reads: u64,
-    pub copied_reads: u64,
-}
+use crate::sharing::Sharing;
 
 /// Fields drop in declaration order: the runtime's tensors before the JS memory they borrow
 /// is released, its context after everything holding its handles.
@@ -26,9 +16,7 @@ pub struct EnvState {
     pub saved_models: SavedModels,
     pub run: Runtime,
     pub prepared_ops: Vec<PreparedOp>,
-    pub releases: Arc<ReleaseQueue>,
-    pub counters: Counters,
-    pub read_views: ReadViews,
+    pub sharing: Sharing,
 }
 
 impl EnvState {
@@ -36,7 +24,7 @@ impl EnvState {
     /// after the releases TF threads queued.
     pub fn with<R>(js: Js, body: impl FnOnce(&mut EnvState) -> Result<R>) -> Result<R> {
         js.with_env_data(EnvState::new, |state| {
-            state.releases.drain();
+            state.sharing.releases.drain();
             body(state)
         })
     }
@@ -68,9 +56,7 @@ impl EnvState {
             saved_models: SavedModels::default(),
             run: Runtime::new(js)?,
             prepared_ops: Vec::new(),
-            releases: ReleaseQueue::new(js)?,
-            counters: Counters::default(),
-            read_views: ReadViews::new(js)?,
+            sharing: Sharing::new(js)?,
         })
     }
 }
@@ -79,6 +65,6 @@ impl EnvData for EnvState {
     fn shut_down(&mut self) {
         // Tensors borrowing JS memory release it now, on this thread, while N-API still can.
         self.run.shut_down();
-        self.releases.shut_down();
+        self.sharing.releases.shut_down();
     }
 }

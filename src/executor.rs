@@ -1,5 +1,5 @@
-//! Work off the JS thread. A graph run whose outputs' shapes are known before it runs (a
-//! deferred run, a whole call's graph with static shapes) can be a `Job`: its outputs get ids
+//! Work off the JS thread. Work whose outputs' shapes are known before it runs (a graph run of
+//! a deferred run, a whole call's graph with static shapes) can be a `Job`: its outputs get ids
 //! and shapes at once, as pending tensors, and one native thread per env runs the jobs in the
 //! order they were made, while JS goes on. Whoever needs a value first gets it:
 //!
@@ -26,7 +26,6 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 
 use crate::error::{Error, Result};
-use crate::graphs::compiled::CompiledGraph;
 use crate::js::wakeup::{OnWake, Wakeup};
 use crate::js::{Deferred, Js, Value};
 use crate::tf::handle::TensorHandle;
@@ -85,19 +84,11 @@ impl Work {
         }
     }
 
-    /// A run of `graph` on `feeds` (one per placeholder).
-    pub fn graph_run(graph: Arc<CompiledGraph>, feeds: Vec<Input>) -> Work {
-        Work {
-            on_executor: !graph.has_run(),
-            run: Box::new(move |status| {
-                let feeds = feeds
-                    .iter()
-                    .map(|input| input.resolve(status))
-                    .collect::<Result<Vec<_>>>()?;
-                let feeds: Vec<&TensorHandle> = feeds.iter().collect();
-                graph.run(&feeds, status)
-            }),
-        }
+    /// The same work, which only the executor thread may run when `only` (a graph's first run,
+    /// see the module's comment).
+    pub fn on_executor_only(mut self, only: bool) -> Work {
+        self.on_executor = only;
+        self
     }
 }
 
@@ -170,7 +161,7 @@ impl Job {
 
     /// Output `output` for the one tensor that holds it, as `output` gives it. The job hands it
     /// over unless a later job claims it, so that the tensor alone holds its buffer and a read
-    /// of it is a view, not a copy (`sharing::read_typed_array`).
+    /// of it is a view, not a copy (`sharing::Sharing::read_typed_array`).
     pub fn take_output(&self, output: usize, status: &Status) -> Result<TensorHandle> {
         let claimed = self.claims_on(output) > 0;
         self.finished(status, |outputs| {

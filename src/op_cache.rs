@@ -8,7 +8,7 @@ use std::hash::BuildHasherDefault;
 use std::rc::Rc;
 
 use crate::error::Result;
-use crate::ops::OpChecks;
+use crate::op_plan::validate::OpChecks;
 use crate::tensor_table::IdHasher;
 use crate::tf::context::Context;
 use crate::tf::op::Op;

@@ -3,51 +3,121 @@
 //! counted either way.
 
 use std::rc::Rc;
+use std::sync::Arc;
 
-use crate::env_state::EnvState;
 use crate::error::{Error, Result};
 use crate::js::external::{self, TensorHold};
 use crate::js::reference::{JsRef, WeakRef};
 use crate::js::{Js, JsType, TypedArrayView, Value};
+use crate::release::ReleaseQueue;
+use crate::tensor_table::TensorTable;
 use crate::tf::aligned::{is_tf_aligned, AlignedBuf};
 use crate::tf::dtype::{ArrayKind, DType};
 use crate::tf::handle::TensorHandle;
+use crate::tf::status::Status;
 use crate::tf::tensor::Tensor;
 
-/// A tensor over a typed array's memory: shared when TF accepts the address (64-byte aligned),
-/// else one copy. A strong reference keeps the array alive until TF releases the memory.
-pub fn tensor_from_typed_array(
-    js: Js,
-    state: &mut EnvState,
-    dtype: DType,
-    dims: &[i64],
-    array: Value,
-    view: &TypedArrayView,
-) -> Result<Tensor> {
-    let counters = &mut state.counters;
-    if view.byte_length == 0 || !is_tf_aligned(view.data) {
-        counters.copied_creates += 1;
-        return Tensor::copy_of(dtype, dims, view.bytes());
+/// How often memory crossed between JS and TF with and without a copy (`stats()`).
+#[derive(Default)]
+pub struct Counters {
+    pub shared_creates: u64,
+    pub copied_creates: u64,
+    pub shared_reads: u64,
+    pub copied_reads: u64,
+}
+
+/// An env's memory lent across: JS memory TF holds (released through `releases` on the JS
+/// thread), TF buffers JS reads as views, and the counts of both.
+pub struct Sharing {
+    pub counters: Counters,
+    pub releases: Arc<ReleaseQueue>,
+    read_views: ReadViews,
+}
+
+impl Sharing {
+    pub fn new(js: Js) -> Result<Sharing> {
+        Ok(Sharing {
+            counters: Counters::default(),
+            releases: ReleaseQueue::new(js)?,
+            read_views: ReadViews::new(js)?,
+        })
     }
-    let reference = JsRef::new(js, array)?;
-    let releases = state.releases.clone();
-    // SAFETY: the reference keeps the typed array, and so its ArrayBuffer's memory, alive until
-    // TF runs the release; a detached buffer was refused by the caller.
-    let (tensor, shared) = unsafe {
-        Tensor::lend(
-            dtype,
-            dims,
-            view.data,
-            view.byte_length,
-            Box::new(move || releases.release(reference)),
-        )
-    }?;
-    if shared {
-        counters.shared_creates += 1;
-    } else {
-        counters.copied_creates += 1;
+
+    /// The most bytes read views may hold.
+    pub fn view_budget(&self) -> usize {
+        self.read_views.budget
     }
-    Ok(tensor)
+
+    /// A tensor over a typed array's memory: shared when TF accepts the address (64-byte
+    /// aligned), else one copy. A strong reference keeps the array alive until TF releases the
+    /// memory.
+    pub fn tensor_from_typed_array(
+        &mut self,
+        js: Js,
+        dtype: DType,
+        dims: &[i64],
+        array: Value,
+        view: &TypedArrayView,
+    ) -> Result<Tensor> {
+        let counters = &mut self.counters;
+        if view.byte_length == 0 || !is_tf_aligned(view.data) {
+            counters.copied_creates += 1;
+            return Tensor::copy_of(dtype, dims, view.bytes());
+        }
+        let reference = JsRef::new(js, array)?;
+        let releases = self.releases.clone();
+        // SAFETY: the reference keeps the typed array, and so its ArrayBuffer's memory, alive
+        // until TF runs the release; a detached buffer was refused by the caller.
+        let (tensor, shared) = unsafe {
+            Tensor::lend(
+                dtype,
+                dims,
+                view.data,
+                view.byte_length,
+                Box::new(move || releases.release(reference)),
+            )
+        }?;
+        if shared {
+            counters.shared_creates += 1;
+        } else {
+            counters.copied_creates += 1;
+        }
+        Ok(tensor)
+    }
+
+    /// The values of tensor `id` (of `tensors`) as a typed array: a view of TF's buffer (no
+    /// copy) when no other tensor can see it (`aliased`: JS knows of other owners of `id`), the
+    /// read is large enough and fits the budget; else a copy on V8's memory. So writing into a
+    /// read never changes another tensor.
+    pub fn read_typed_array(
+        &mut self,
+        js: Js,
+        tensors: &mut TensorTable,
+        status: &Status,
+        id: u64,
+        kind: ArrayKind,
+        aliased: bool,
+    ) -> Result<Value> {
+        let tensor = tensors.handle(id)?.resolve(status)?;
+        let (_, byte_length) = tensor.bytes();
+        let length = byte_length / kind.element_bytes();
+        let buffer = if byte_length == 0 {
+            js.empty_array_buffer()?
+        } else if !aliased
+            && byte_length >= VIEW_MIN_BYTES
+            && self.read_views.has_room(js, byte_length)?
+            && alone_after_read(tensors, status, id, &tensor)?
+        {
+            self.counters.shared_reads += 1;
+            let (buffer, hold) = external::from_tensor(js, tensor)?;
+            self.read_views.add(js, hold, buffer)?;
+            buffer
+        } else {
+            self.counters.copied_reads += 1;
+            js.array_buffer_copy(tensor.byte_slice())?
+        };
+        js.typed_array_value(kind, length, buffer)
+    }
 }
 
 /// Reads smaller than this are copies into V8's memory: making an external ArrayBuffer costs
@@ -76,7 +146,7 @@ const PRUNE_EVERY_BYTES: usize = 64 << 20;
 /// The views this env handed out whose tensor is not yet released, with a weak reference to
 /// each ArrayBuffer: once V8 has collected one, its tensor can go at once instead of when the
 /// finalizer runs, after the event loop turns.
-pub struct ReadViews {
+struct ReadViews {
     views: Vec<(Rc<TensorHold>, WeakRef)>,
     /// The list length at which released views are pruned next.
     prune_at: usize,
@@ -93,7 +163,7 @@ pub struct ReadViews {
 const PRUNE_MIN: usize = 64;
 
 impl ReadViews {
-    pub fn new(js: Js) -> Result<ReadViews> {
+    fn new(js: Js) -> Result<ReadViews> {
         let prototype = js.property(js.property(js.global()?, c"ArrayBuffer")?, c"prototype")?;
         let movable = [c"transfer", c"transferToFixedLength"]
             .iter()
@@ -111,11 +181,6 @@ impl ReadViews {
                 VIEW_BUDGET_BYTES_NO_EARLY_RELEASE
             },
         })
-    }
-
-    /// The most bytes views may hold.
-    pub fn budget(&self) -> usize {
-        self.budget
     }
 
     /// Whether a view of `bytes` more fits the budget, after releasing views V8 has collected.
@@ -158,49 +223,19 @@ impl ReadViews {
     }
 }
 
-/// The values of tensor `id` as a typed array: a view of TF's buffer (no copy) when no other
-/// tensor can see it (`aliased`: JS knows of other owners of `id`), the read is large enough
-/// and fits the budget; else a copy on V8's memory. So writing into a read never changes
-/// another tensor.
-pub fn read_typed_array(
-    js: Js,
-    state: &mut EnvState,
-    id: u64,
-    kind: ArrayKind,
-    aliased: bool,
-) -> Result<Value> {
-    let tensor = state.run.tensors.handle(id)?.resolve(&state.run.status)?;
-    let (_, byte_length) = tensor.bytes();
-    let length = byte_length / kind.element_bytes();
-    let buffer = if byte_length == 0 {
-        js.empty_array_buffer()?
-    } else if !aliased
-        && byte_length >= VIEW_MIN_BYTES
-        && state.read_views.has_room(js, byte_length)?
-        && alone_after_read(state, id, &tensor)?
-    {
-        state.counters.shared_reads += 1;
-        let (buffer, hold) = external::from_tensor(js, tensor)?;
-        state.read_views.add(js, hold, buffer)?;
-        buffer
-    } else {
-        state.counters.copied_reads += 1;
-        js.array_buffer_copy(tensor.byte_slice())?
-    };
-    js.typed_array_value(kind, length, buffer)
-}
-
 /// Whether `tensor` (resolved from `id`) is the only holder of its buffer besides `id`'s own
 /// handle: no other handle (TF's Identity, full slices and identity transposes return their
 /// input's buffer), no earlier view, no JS memory lent to TF. TF tells only whether a buffer has
 /// one reference, so `id`'s handle is remade from `tensor` (about 1 us, paid by large reads only).
-fn alone_after_read(state: &mut EnvState, id: u64, tensor: &Tensor) -> Result<bool> {
-    drop(state.run.tensors.take_handle(id)?);
+fn alone_after_read(
+    tensors: &mut TensorTable,
+    status: &Status,
+    id: u64,
+    tensor: &Tensor,
+) -> Result<bool> {
+    drop(tensors.take_handle(id)?);
     let alone = tensor.is_sole_owner();
-    state
-        .run
-        .tensors
-        .fill(id, TensorHandle::from_tensor(tensor, &state.run.status)?);
+    tensors.fill(id, TensorHandle::from_tensor(tensor, status)?);
     Ok(alone)
 }
 

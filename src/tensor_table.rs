@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::executor::{Claim, Input, Job};
-use crate::graphs::compiled::OutputSpec;
+use crate::tensor_spec::TensorSpec;
 use crate::tf::handle::TensorHandle;
 use crate::tf::status::Status;
 
@@ -22,7 +22,7 @@ enum Slot {
     Pending {
         job: Arc<Job>,
         output: usize,
-        spec: OutputSpec,
+        spec: TensorSpec,
     },
 }
 
@@ -66,7 +66,7 @@ impl TensorTable {
     }
 
     /// An id for output `output` of `job`, of `spec`, computed when someone settles it.
-    pub fn insert_pending(&mut self, job: Arc<Job>, output: usize, spec: OutputSpec) -> u64 {
+    pub fn insert_pending(&mut self, job: Arc<Job>, output: usize, spec: TensorSpec) -> u64 {
         let bytes = spec.byte_count();
         self.insert_entry(Slot::Pending { job, output, spec }, bytes)
     }
@@ -121,7 +121,7 @@ impl TensorTable {
     }
 
     /// Makes the deferred output `id` output `output` of `job` (nothing when JS deleted it).
-    pub fn make_pending(&mut self, id: u64, job: Arc<Job>, output: usize, spec: OutputSpec) {
+    pub fn make_pending(&mut self, id: u64, job: Arc<Job>, output: usize, spec: TensorSpec) {
         if let Some(entry) = self.entries.get_mut(&id) {
             entry.slot = Slot::Pending { job, output, spec };
         }
@@ -176,9 +176,9 @@ impl TensorTable {
     }
 
     /// The dtype and dims of `id`'s tensor, computed or pending.
-    pub fn spec(&self, id: u64, status: &Status) -> Result<OutputSpec> {
+    pub fn spec(&self, id: u64, status: &Status) -> Result<TensorSpec> {
         match &self.get(id)?.slot {
-            Slot::Ready(handle) => OutputSpec::of(handle, status),
+            Slot::Ready(handle) => TensorSpec::of(handle, status),
             Slot::Pending { spec, .. } => Ok(spec.clone()),
             Slot::Deferred | Slot::Reserved => Err(not_computed()),
         }

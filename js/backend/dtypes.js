@@ -24,6 +24,14 @@ const RESULT_CAST = {
   complex128: 'complex64',
 };
 
+/** TF's DataType enum (types.proto): its names by number, as protobufs hold them. */
+const TF_DTYPE_NAMES = [
+  'DT_INVALID', 'DT_FLOAT', 'DT_DOUBLE', 'DT_INT32', 'DT_UINT8', 'DT_INT16', 'DT_INT8',
+  'DT_STRING', 'DT_COMPLEX64', 'DT_INT64', 'DT_BOOL', 'DT_QINT8', 'DT_QUINT8', 'DT_QINT32',
+  'DT_BFLOAT16', 'DT_QINT16', 'DT_QUINT16', 'DT_UINT16', 'DT_COMPLEX128', 'DT_HALF',
+  'DT_RESOURCE', 'DT_VARIANT', 'DT_UINT32', 'DT_UINT64',
+];
+
 /** tfjs's upcast rules (backend_util.upcastType), without a dependency. */
 const UPCAST_RANK = {bool: 0, int32: 1, float32: 2, complex64: 3};
 function upcastType(a, b) {
@@ -42,4 +50,4 @@ function sizeOf(shape) {
   return size;
 }
 
-module.exports = {RESULT_CAST, upcastType, sizeOf};
+module.exports = {RESULT_CAST, TF_DTYPE_NAMES, upcastType, sizeOf};

@@ -1,9 +1,9 @@
 'use strict';
-// Registers the `tensorflow` backend and its kernels with tfjs.
+// Registers the `tensorflow` backend with tfjs (its kernels are js/kernels/, registered by
+// js/index.js).
 
 const tfc = require('@tensorflow/tfjs-core');
 const {TensorFlowBackend} = require('./tensorflow_backend');
-const {registerKernels} = require('../kernels/register');
 
 const BACKEND_NAME = 'tensorflow';
 /** Above tfjs's cpu (1) and webgl (2) backends. */
@@ -20,7 +20,6 @@ function registerTensorflowBackend() {
   if (tfc.findBackendFactory(BACKEND_NAME) == null) {
     tfc.registerBackend(BACKEND_NAME, () => new TensorFlowBackend(binding), PRIORITY);
   }
-  registerKernels(BACKEND_NAME);
 }
 
 module.exports = {registerTensorflowBackend, BACKEND_NAME, PRIORITY, TensorFlowBackend};

@@ -5,14 +5,7 @@
 // name), which tfjs-converter's GraphModel reads. Only the messages a graph's nodes use.
 
 const {Reader, ProtoError, WIRE_LEN, WIRE_I32, WIRE_I64} = require('./proto');
-
-/** TF's DataType enum names (types.proto), by number. */
-const DATA_TYPES = [
-  'DT_INVALID', 'DT_FLOAT', 'DT_DOUBLE', 'DT_INT32', 'DT_UINT8', 'DT_INT16', 'DT_INT8',
-  'DT_STRING', 'DT_COMPLEX64', 'DT_INT64', 'DT_BOOL', 'DT_QINT8', 'DT_QUINT8', 'DT_QINT32',
-  'DT_BFLOAT16', 'DT_QINT16', 'DT_QUINT16', 'DT_UINT16', 'DT_COMPLEX128', 'DT_HALF',
-  'DT_RESOURCE', 'DT_VARIANT', 'DT_UINT32', 'DT_UINT64',
-];
+const {TF_DTYPE_NAMES} = require('../backend/dtypes');
 
 // A message schema: field number -> [JSON name, kind, repeated]. A kind is a scalar kind
 // below or another schema; `map` entries are schemas with key 1 and value 2.
@@ -55,7 +48,7 @@ function scalar(r, kind, wire) {
     case 'bool': return r.varint() !== 0;
     case 'dtype': {
       const code = r.varint();
-      return DATA_TYPES[code] || code;
+      return TF_DTYPE_NAMES[code] || code;
     }
     case 'float': return wire === WIRE_I32 ? r.float32() : NaN;
     case 'double': return wire === WIRE_I64 ? r.float64() : NaN;

@@ -8,20 +8,12 @@ const path = require('path');
 const tfc = require('@tensorflow/tfjs-core');
 const {Reader, ProtoError, WIRE_LEN, WIRE_VARINT} = require('./proto');
 const {tensorflowBackend} = require('./backend');
+const {TF_DTYPE_NAMES} = require('../backend/dtypes');
 const {errorWithDetail} = require('../backend/errors');
 const {Int64Tensor, firstBeyondInt32} = require('./int64');
 
 const SAVED_MODEL_FILE_NAME = 'saved_model.pb';
 const SAVED_MODEL_INIT_OP_KEY = '__saved_model_init_op';
-
-/** TF DataType enum (types.proto): code -> name. */
-const TF_DTYPE_NAMES = {
-  1: 'DT_FLOAT', 2: 'DT_DOUBLE', 3: 'DT_INT32', 4: 'DT_UINT8', 5: 'DT_INT16', 6: 'DT_INT8',
-  7: 'DT_STRING', 8: 'DT_COMPLEX64', 9: 'DT_INT64', 10: 'DT_BOOL', 11: 'DT_QINT8',
-  12: 'DT_QUINT8', 13: 'DT_QINT32', 14: 'DT_BFLOAT16', 15: 'DT_QINT16', 16: 'DT_QUINT16',
-  17: 'DT_UINT16', 18: 'DT_COMPLEX128', 19: 'DT_HALF', 20: 'DT_RESOURCE', 21: 'DT_VARIANT',
-  22: 'DT_UINT32', 23: 'DT_UINT64',
-};
 
 /**
  * TF dtype -> [tfjs dtype of the tensors that feed or come out of it, binding dtype name].
@@ -137,7 +129,7 @@ function parseSavedModel(bytes) {
 }
 
 function modelTensorInfo(raw) {
-  const tfDtype = TF_DTYPE_NAMES[raw.dtypeCode] || `DT_UNKNOWN_${raw.dtypeCode}`;
+  const tfDtype = (raw.dtypeCode > 0 && TF_DTYPE_NAMES[raw.dtypeCode]) || `DT_UNKNOWN_${raw.dtypeCode}`;
   const mapped = DTYPE_MAP[tfDtype];
   const info = {
     name: raw.name,

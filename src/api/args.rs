@@ -4,6 +4,7 @@ use std::ffi::CStr;
 
 use crate::error::{Error, Result};
 use crate::js::{Js, Value};
+use crate::tensor_spec;
 use crate::tf::dtype::DType;
 
 /// The largest integer a JS number holds exactly.
@@ -107,20 +108,32 @@ pub fn dims_into(
     Ok(())
 }
 
-/// The element count of known dims, refusing products that overflow.
+/// The element count of known dims (`tensor_spec::element_count`), refused past what a JS
+/// number holds exactly.
 pub fn element_count(dims: &[i64], what: &str) -> Result<usize> {
-    dims.iter().try_fold(1usize, |acc, &d| {
-        usize::try_from(d)
-            .ok()
-            .and_then(|d| acc.checked_mul(d))
-            .filter(|&n| n as f64 <= MAX_SAFE_INTEGER)
-            .ok_or_else(|| Error::Range(format!("{what} {dims:?} has too many elements")))
-    })
+    tensor_spec::element_count(dims)
+        .filter(|&n| n as f64 <= MAX_SAFE_INTEGER)
+        .and_then(|n| usize::try_from(n).ok())
+        .ok_or_else(|| Error::Range(format!("{what} {dims:?} has too many elements")))
 }
 
 /// A tensor id as JS holds it.
 pub fn tensor_id(js: Js, value: Value, what: &str) -> Result<u64> {
     let id = integer(js, value, what)?;
+    id_from_integer(id, what)
+}
+
+/// A tensor id as an io array (a `Float64Array`) holds it, bounded as `tensor_id` bounds it.
+pub fn tensor_id_of_number(id: f64, what: &str) -> Result<u64> {
+    if id.fract() != 0.0 || !id.is_finite() || id.abs() > MAX_SAFE_INTEGER {
+        return Err(Error::Range(format!(
+            "{what} must be a tensor id, got {id}"
+        )));
+    }
+    id_from_integer(id as i64, what)
+}
+
+fn id_from_integer(id: i64, what: &str) -> Result<u64> {
     u64::try_from(id).map_err(|_| Error::Range(format!("{what} must be a tensor id, got {id}")))
 }
 

@@ -1,5 +1,5 @@
 //! Op attributes from JS `{name, type, value}` objects, read into `OwnedAttr`s
-//! (`crate::ops::attrs`) and checked against the op's definition.
+//! (`crate::op_plan::attrs`) and checked against the op's definition.
 
 use sys::TF_AttrType::{self, *};
 use tensorflow_sys as sys;
@@ -7,7 +7,7 @@ use tensorflow_sys as sys;
 use super::args;
 use crate::error::{Error, Result};
 use crate::js::{Js, JsType, Value};
-use crate::ops::attrs::{AttrValue, OwnedAttr};
+use crate::op_plan::attrs::{AttrValue, OwnedAttr};
 use crate::tf::op::Op;
 use crate::tf::status::Status;
 

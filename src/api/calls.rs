@@ -5,13 +5,14 @@ use std::sync::Arc;
 
 use napi::bindgen_prelude::{Env, Unknown};
 
-use super::execute::{io_array, io_values, read_ids, tensor_id, with_ids};
+use super::args;
+use super::execute::{io_array, io_values, read_ids, with_ids};
 use super::state_call;
 use crate::env_state::EnvState;
 use crate::error::{Error, Result};
 use crate::executor::Job;
 use crate::graphs::calls::{CallGraph, RecordedOp};
-use crate::graphs::compiled::Ref;
+use crate::graphs::nodes::Ref;
 use crate::js::Js;
 use crate::ops::{check_room, deferred, write_outputs, write_pending_outputs};
 
@@ -78,7 +79,7 @@ pub fn compile_call(
         let mut fixed = Vec::with_capacity(fixed_ids.len());
         for (list, is_fed) in [(&fed_ids, true), (&fixed_ids, false)] {
             for &id in list {
-                let id = tensor_id(id)?;
+                let id = args::tensor_id_of_number(id, "id")?;
                 state.settle(id)?;
                 let handle = state.run.tensors.handle(id)?.share(&state.run.status)?;
                 if is_fed {

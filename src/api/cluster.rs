@@ -166,7 +166,7 @@ pub fn set_device_scope(env: Env, device: Option<String>) -> napi::Result<()> {
 #[napi_derive::napi(js_name = "tensorDevice")]
 pub fn tensor_device(env: Env, id: f64, backing: bool) -> napi::Result<String> {
     state_call(&env, |_, state| {
-        let id = super::execute::tensor_id(id)?;
+        let id = super::args::tensor_id_of_number(id, "id")?;
         state.settle(id)?;
         state
             .run

@@ -12,12 +12,11 @@ use super::attrs;
 use super::state_call;
 use crate::env_state::EnvState;
 use crate::error::{Error, Result};
-use crate::graphs::nodes;
 use crate::js::{Js, TypedArrayView, Value};
-use crate::ops::{self, validate, PreparedOp};
+use crate::op_plan::PreparedOp;
+use crate::ops;
 use crate::tf::dtype::DTYPES;
 use crate::tf::handle::TensorHandle;
-use crate::tf::signals;
 
 /// `executeOp(name, attrs, inputIds, numOutputs)` → `[{id, shape, dtype}]`.
 #[napi_derive::napi(
@@ -125,17 +124,12 @@ fn prepare(js: Js, state: &mut EnvState, name: CString, attrs: Value) -> Result<
         .ops
         .give_back(&name, checked_out, &state.run.status);
     let attrs = read?;
-    let checks = state.run.ops.checks(&name, &state.run.status);
-    let signature = checks
-        .and_then(|checks| validate::signature(checks, &attrs))
+    let checks = state
+        .run
+        .ops
+        .checks(&name, &state.run.status)
         .map_err(|e| e.context(&label))?;
-    Ok(PreparedOp {
-        signature,
-        uses_generated_gemm: signals::uses_generated_gemm(name.to_bytes()),
-        node: nodes::node_kind(&name, &attrs),
-        name,
-        attrs,
-    })
+    PreparedOp::new(name, attrs, checks)
 }
 
 /// Whether prepared op `prepared` can be a graph node and computes the same outputs from the
@@ -194,7 +188,7 @@ pub(super) fn io_values(view: &mut TypedArrayView) -> Result<&mut [f64]> {
 pub(super) fn read_ids(io: &[f64], count: u32) -> Result<Vec<u64>> {
     ids_part(io, count)?
         .iter()
-        .map(|&id| tensor_id(id))
+        .map(|&id| args::tensor_id_of_number(id, "input id"))
         .collect()
 }
 
@@ -216,7 +210,7 @@ pub(super) fn with_ids<R>(
     }
     let mut ids = [0u64; IDS_ON_STACK];
     for (slot, &id) in ids.iter_mut().zip(values) {
-        *slot = tensor_id(id)?;
+        *slot = args::tensor_id_of_number(id, "input id")?;
     }
     body(&ids[..values.len()], io)
 }
@@ -229,15 +223,6 @@ fn ids_part(io: &[f64], count: u32) -> Result<&[f64]> {
             io.len()
         ))
     })
-}
-
-/// A tensor id given as a JS number.
-pub(super) fn tensor_id(id: f64) -> Result<u64> {
-    if id >= 0.0 && id.fract() == 0.0 && id <= u64::MAX as f64 {
-        Ok(id as u64)
-    } else {
-        Err(Error::Range(format!("{id} is not a tensor id")))
-    }
 }
 
 /// Dtype names in the order `runPreparedOp` reports dtype indices.

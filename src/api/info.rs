@@ -93,7 +93,7 @@ pub struct Stats {
 pub fn stats(env: Env) -> napi::Result<Stats> {
     js_call(&env, |js| {
         EnvState::with_undrained(js, |state| {
-            let c = &state.counters;
+            let c = &state.sharing.counters;
             Ok(Stats {
                 live_tensors: state.run.tensors.len() as u32,
                 live_bytes: state.run.tensors.live_bytes() as f64,
@@ -101,10 +101,10 @@ pub fn stats(env: Env) -> napi::Result<Stats> {
                 copied_creates: c.copied_creates as f64,
                 shared_reads: c.shared_reads as f64,
                 copied_reads: c.copied_reads as f64,
-                pending_releases: state.releases.pending() as u32,
+                pending_releases: state.sharing.releases.pending() as u32,
                 external_buffers: external::live_count() as u32,
                 view_bytes: external::view_bytes() as f64,
-                view_budget_bytes: state.read_views.budget() as f64,
+                view_budget_bytes: state.sharing.view_budget() as f64,
                 mmap_threshold_bytes: if allocator::return_large_blocks_to_system() {
                     allocator::MMAP_THRESHOLD_BYTES as f64
                 } else {

@@ -61,7 +61,9 @@ fn create(js: Js, state: &mut EnvState, shape: Value, dtype: Value, data: Value)
             }
             let bytes = view.byte_length as u64;
             (
-                sharing::tensor_from_typed_array(js, state, dtype, &dims, data, &view)?,
+                state
+                    .sharing
+                    .tensor_from_typed_array(js, dtype, &dims, data, &view)?,
                 bytes,
             )
         }
@@ -123,7 +125,7 @@ pub fn alloc(env: Env, dtype: Unknown, length: Unknown) -> napi::Result<Unknown<
 }
 
 /// The tensor's values: a typed array (a view of TF's buffer when no other tensor can see it,
-/// else a copy; see `sharing::read_typed_array`), or `Uint8Array[]` for strings. `aliased`: the
+/// else a copy; see `sharing::Sharing::read_typed_array`), or `Uint8Array[]` for strings. `aliased`: the
 /// caller knows other owners of `id` (a read of it is then always a copy).
 #[napi_derive::napi(
     js_name = "tensorDataSync",
@@ -140,9 +142,14 @@ pub fn tensor_data_sync(
         state.settle(id)?;
         let dtype = readable_dtype(state.run.tensors.handle(id)?)?;
         let value = match dtype.layout {
-            Layout::Numeric { array, .. } => {
-                sharing::read_typed_array(js, state, id, array, aliased.unwrap_or(false))?
-            }
+            Layout::Numeric { array, .. } => state.sharing.read_typed_array(
+                js,
+                &mut state.run.tensors,
+                &state.run.status,
+                id,
+                array,
+                aliased.unwrap_or(false),
+            )?,
             Layout::Strings => {
                 let tensor = state.run.tensors.handle(id)?.resolve(&state.run.status)?;
                 let items = tensor.string_items();
@@ -150,7 +157,7 @@ pub fn tensor_data_sync(
                 for (i, item) in items.iter().enumerate() {
                     js.set_element(out, i as u32, js.uint8_array_copy(item)?)?;
                 }
-                state.counters.copied_reads += 1;
+                state.sharing.counters.copied_reads += 1;
                 out
             }
             Layout::Opaque => {

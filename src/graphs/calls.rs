@@ -6,11 +6,13 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::compiled::{small_integers, CompiledGraph, Feed, NodeOp, OutputSpec, Ref};
+use super::compiled::{CompiledGraph, Feed};
 use super::fusions;
+use super::nodes::{NodeOp, Ref};
 use crate::error::{Error, Result};
 use crate::executor::{Input, Job, Work};
-use crate::ops::PreparedOp;
+use crate::op_plan::PreparedOp;
+use crate::tensor_spec::{small_integers, TensorSpec};
 use crate::tf::handle::TensorHandle;
 use crate::tf::status::Status;
 
@@ -58,7 +60,7 @@ impl CallGraph {
             .iter()
             .copied()
             .chain(&fixed)
-            .map(|handle| OutputSpec::of(handle, status))
+            .map(|handle| TensorSpec::of(handle, status))
             .collect::<Result<Vec<_>>>()?;
         let mut feeds: Vec<Feed> = specs[..fed.len()]
             .iter()
@@ -121,7 +123,7 @@ impl CallGraph {
     }
 
     /// The outputs' dtypes and dims when the call may run on the executor (`background_work`).
-    pub fn background_outputs(&self) -> Option<&[OutputSpec]> {
+    pub fn background_outputs(&self) -> Option<&[TensorSpec]> {
         self.graph
             .static_outputs()
             .filter(|_| self.runs_in_background)
@@ -143,7 +145,7 @@ impl CallGraph {
         for handle in &self.fixed {
             feeds.push(Input::Ready(handle.share(status)?));
         }
-        Ok(Work::graph_run(self.graph.clone(), feeds))
+        Ok(CompiledGraph::run_work(self.graph.clone(), feeds))
     }
 
     fn check_fed(&self, count: usize) -> Result<()> {

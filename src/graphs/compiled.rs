@@ -5,159 +5,24 @@
 //! compiled before it (240 runs of 36 ops: 6 ms for the first, 240 ms for the last).
 
 use std::collections::HashSet;
-use std::ffi::CStr;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
-use super::nodes;
+use super::nodes::{self, NodeOp, Ref};
 use crate::error::{Error, Result};
-use crate::kernels::column_sums::ColumnSums;
-use crate::kernels::elementwise::{Elementwise, Program};
-use crate::ops::PreparedOp;
-use crate::tf::custom_op::CpuKernel;
+use crate::executor::{Input, Work};
+use crate::op_plan::properties::takes_computed_integers;
+use crate::tensor_spec::TensorSpec;
 use crate::tf::dtype::{index_of_tf_code, DType, DTYPES};
 use crate::tf::graph::{node_name, NodeOutput};
 use crate::tf::handle::TensorHandle;
 use crate::tf::session::Session;
 use crate::tf::status::Status;
 
-/// Where a node's input, or a fetched output, comes from.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-pub enum Ref {
-    /// The `n`th fed tensor.
-    Feed(u32),
-    /// Output `output` of node `index`.
-    Node { index: u32, output: u32 },
-}
-
-/// A node to build: the op, where its flat inputs come from, and what it is built as.
-pub struct NodeOp<'a> {
-    pub prepared: &'a PreparedOp,
-    pub inputs: Vec<Ref>,
-    pub built: Built,
-}
-
-/// What node a prepared op is built as (see `fusions`).
-#[derive(Clone, PartialEq, Debug)]
-pub enum Built {
-    /// The op as it ran.
-    AsRecorded,
-    /// Another op of the same inputs and attrs.
-    Renamed(&'static CStr),
-    /// `_FusedConv2D` of a recorded Conv2D: the convolution's inputs and attrs, then the
-    /// arguments of `fused_ops` (the rest of the inputs, as one list), with `epsilon`.
-    FusedConv2D {
-        fused_ops: Vec<&'static str>,
-        epsilon: f32,
-    },
-    /// `TfjsNodeRs>Elementwise` running a chain of element-wise ops (`kernels::elementwise`)
-    /// on the inputs, the first of the outputs' `shape` (as the recording saw it).
-    Elementwise { program: Program, shape: Vec<i64> },
-    /// `ElementOp::Step` of the input, of `shape`: a recorded Relu of a Sign (tfjs's ReLU
-    /// gradient), which `fusions` builds into an element-wise chain, or else is a chain alone.
-    Step { shape: Vec<i64> },
-    /// `TfjsNodeRs>ColumnSums` of a recorded Sum or Mean (`mean`) over every axis but the
-    /// last of its first input (the only one it takes), of `shape` as the recording saw it.
-    ColumnSums {
-        mean: bool,
-        keep_dims: bool,
-        shape: Vec<i64>,
-    },
-}
-
-impl<'a> NodeOp<'a> {
-    pub fn new(prepared: &'a PreparedOp, inputs: Vec<Ref>) -> NodeOp<'a> {
-        NodeOp {
-            prepared,
-            inputs,
-            built: Built::AsRecorded,
-        }
-    }
-
-    /// The TF op the node is.
-    pub fn op_name(&self) -> &CStr {
-        match &self.built {
-            Built::AsRecorded => &self.prepared.name,
-            Built::Renamed(name) => name,
-            Built::FusedConv2D { .. } => c"_FusedConv2D",
-            Built::Elementwise { .. } => Elementwise::SPEC.name,
-            Built::ColumnSums { .. } => ColumnSums::SPEC.name,
-            Built::Step { .. } => Elementwise::SPEC.name,
-        }
-    }
-}
-
-/// Integer tensors up to this many elements are read by value where shapes may depend on them
-/// (axes, perms, sizes): deferred runs key them, graphs hold them as constants.
-const MAX_SHAPE_INTEGERS: usize = 16;
-
-/// The values of `handle` (of `dtype`, `dims`) when it is an integer tensor of at most
-/// `MAX_SHAPE_INTEGERS` elements, else `None`.
-pub fn small_integers(
-    handle: &TensorHandle,
-    dtype: usize,
-    dims: &[i64],
-    status: &Status,
-) -> Result<Option<Vec<i64>>> {
-    let count: i64 = dims.iter().product();
-    if !DTYPES[dtype].is_integer() || count as usize > MAX_SHAPE_INTEGERS {
-        return Ok(None);
-    }
-    Ok(handle.resolve(status)?.integers(DTYPES[dtype]))
-}
-
-/// How many elements a tensor of `dims` holds (0 for an unknown dim).
-pub fn element_count(dims: &[i64]) -> u64 {
-    dims.iter()
-        .try_fold(1u64, |count, &dim| {
-            count.checked_mul(u64::try_from(dim).ok()?)
-        })
-        .unwrap_or(0)
-}
-
-/// Bytes of element data of a tensor of dtype `DTYPES[dtype]` and `dims` (0 for strings and
-/// resources): what `stats().liveBytes` counts for it.
-pub fn data_bytes(dtype: usize, dims: &[i64]) -> u64 {
-    DTYPES[dtype]
-        .element_bytes()
-        .map_or(0, |size| element_count(dims).saturating_mul(size as u64))
-}
-
-/// A tensor's dtype (its `DTYPES` row) and dims.
-#[derive(Clone, PartialEq, Eq, Hash, Debug)]
-pub struct OutputSpec {
-    pub dtype: usize,
-    pub dims: Box<[i64]>,
-}
-
-impl OutputSpec {
-    /// How many elements a tensor of this spec holds (0 for an unknown dim).
-    pub fn elements(&self) -> u64 {
-        element_count(&self.dims)
-    }
-
-    /// The spec of an existing tensor.
-    pub fn of(handle: &TensorHandle, status: &Status) -> Result<OutputSpec> {
-        let dtype = handle
-            .dtype_index()
-            .map_err(|code| Error::Invalid(format!("dtype {code} cannot be fed")))?;
-        let mut dims = Vec::new();
-        handle.dims_into(&mut dims, status)?;
-        Ok(OutputSpec {
-            dtype,
-            dims: dims.into(),
-        })
-    }
-
-    /// Bytes of element data (`data_bytes`).
-    pub fn byte_count(&self) -> u64 {
-        data_bytes(self.dtype, &self.dims)
-    }
-}
-
 /// What a graph takes from outside, as a node: fed on every run, or a constant of the graph.
 pub enum Feed<'a> {
     /// Fed on each run a tensor of this dtype and shape.
-    Placeholder(OutputSpec),
+    Placeholder(TensorSpec),
     /// Every run uses these values (small integers a shape may depend on: TF's shape inference
     /// reads a constant's values, never a placeholder's).
     Constant(&'a TensorHandle),
@@ -168,10 +33,10 @@ pub struct CompiledGraph {
     placeholders: Vec<NodeOutput>,
     fetches: Vec<NodeOutput>,
     /// The placeholders' dtypes and dims, which fed tensors must have.
-    feed_specs: Vec<OutputSpec>,
+    feed_specs: Vec<TensorSpec>,
     /// Every fetch's dtype and dims as TF infers them from the feeds' shapes, when it infers
     /// them all: then the outputs are known before the graph runs (`crate::executor`).
-    static_outputs: Option<Vec<OutputSpec>>,
+    static_outputs: Option<Vec<TensorSpec>>,
     /// TF's shape inference knows every dim of every node output that a node takes or a run
     /// fetches.
     every_shape_static: bool,
@@ -213,7 +78,7 @@ impl CompiledGraph {
                     node
                 }
                 Feed::Constant(handle) => {
-                    let dtype = OutputSpec::of(handle, status)?.dtype;
+                    let dtype = TensorSpec::of(handle, status)?.dtype;
                     let tensor = handle.resolve(status)?;
                     graph.constant(&name, DTYPES[dtype], &tensor, status)?
                 }
@@ -248,7 +113,7 @@ impl CompiledGraph {
                 used.insert(input);
                 if matches!(input, Ref::Node { .. })
                     && session.output_dtype(output).is_some_and(DType::is_integer)
-                    && !nodes::takes_computed_integers(&step.prepared.name, i, step.inputs.len())
+                    && !takes_computed_integers(&step.prepared.name, i, step.inputs.len())
                 {
                     return Err(Error::Invalid(format!(
                         "{} input {i} is an integer computed in the graph",
@@ -278,7 +143,7 @@ impl CompiledGraph {
             .map(|&fetch| {
                 let dtype = index_of_tf_code(session.port_dtype(session.port_of(fetch)));
                 let dims = graph.static_dims(fetch, status)?;
-                Ok(dtype.zip(dims).map(|(dtype, dims)| OutputSpec {
+                Ok(dtype.zip(dims).map(|(dtype, dims)| TensorSpec {
                     dtype,
                     dims: dims.into(),
                 }))
@@ -296,7 +161,7 @@ impl CompiledGraph {
     }
 
     /// The fetches' dtypes and dims, when TF knows them all before running.
-    pub fn static_outputs(&self) -> Option<&[OutputSpec]> {
+    pub fn static_outputs(&self) -> Option<&[TensorSpec]> {
         self.static_outputs.as_deref()
     }
 
@@ -317,7 +182,7 @@ impl CompiledGraph {
             .feed_specs
             .get(k)
             .ok_or_else(|| Error::Invalid(format!("the graph has no feed {k}")))?;
-        let got = OutputSpec::of(handle, status)?;
+        let got = TensorSpec::of(handle, status)?;
         if got.dtype == want.dtype && got.dims == want.dims {
             return Ok(());
         }
@@ -354,6 +219,21 @@ impl CompiledGraph {
             .iter()
             .map(|tensor| TensorHandle::from_tensor(tensor, status))
             .collect()
+    }
+
+    /// A job's work: a run of `graph` on `feeds` (one per placeholder), the pending ones waited
+    /// for. Its first run sets the session up, which only the executor thread does.
+    pub fn run_work(graph: Arc<CompiledGraph>, feeds: Vec<Input>) -> Work {
+        let first = !graph.has_run();
+        Work::new(move |status| {
+            let feeds = feeds
+                .iter()
+                .map(|input| input.resolve(status))
+                .collect::<Result<Vec<_>>>()?;
+            let feeds: Vec<&TensorHandle> = feeds.iter().collect();
+            graph.run(&feeds, status)
+        })
+        .on_executor_only(first)
     }
 
     /// Whether the graph has run. Its first run sets the session up (placement, TF's graph

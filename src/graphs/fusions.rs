@@ -8,10 +8,11 @@
 use std::collections::HashMap;
 use std::ffi::CStr;
 
-use super::compiled::{small_integers, Built, NodeOp, OutputSpec, Ref};
+use super::nodes::{Built, NodeOp, Ref};
 use crate::error::Result;
 use crate::kernels::elementwise::{broadcasts, ElementOp, Instruction, Program};
-use crate::ops::attrs::{AttrValue, OwnedAttr};
+use crate::op_plan::attrs::{AttrValue, OwnedAttr};
+use crate::tensor_spec::{small_integers, TensorSpec};
 use crate::tf::dtype::DTYPES;
 use crate::tf::handle::TensorHandle;
 use crate::tf::status::Status;
@@ -21,14 +22,14 @@ use tensorflow_sys as sys;
 /// tensors it takes (`feeds`: the fed ones, new each call, then the `fixed` ones, the same
 /// every call), and the shapes of each recorded op's outputs (none when not known).
 pub struct Recorded<'a> {
-    pub feeds: &'a [OutputSpec],
+    pub feeds: &'a [TensorSpec],
     pub fixed: &'a [TensorHandle],
     pub shapes: Vec<&'a [Vec<i64>]>,
 }
 
 impl Recorded<'_> {
     /// `input`'s tensor and spec when it is a fixed feed (a value every call has).
-    fn fixed(&self, input: Ref) -> Option<(&TensorHandle, &OutputSpec)> {
+    fn fixed(&self, input: Ref) -> Option<(&TensorHandle, &TensorSpec)> {
         let Ref::Feed(k) = input else { return None };
         let fed = self.feeds.len() - self.fixed.len();
         let handle = (k as usize)

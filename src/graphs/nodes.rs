@@ -2,299 +2,79 @@
 
 use std::ffi::CStr;
 
-use super::compiled::{Built, NodeOp};
 use crate::error::{Error, Result};
 use crate::kernels::column_sums::{sums_dims, ColumnSums};
 use crate::kernels::elementwise::{broadcasts, ElementOp, Elementwise, Program};
-use crate::ops::attrs;
+use crate::op_plan::{attrs, PreparedOp};
 use crate::tf::custom_op::CpuKernel;
 use crate::tf::graph::{Graph, NodeOutput};
 use crate::tf::status::Status;
 use tensorflow_sys as sys;
 
-/// Pure ops: deterministic, their output shapes fixed by their input shapes, attrs and small
-/// integer inputs, and failing only on those (so `ops::deferred` may defer them).
-const PURE: &[&str] = &[
-    // Element-wise.
-    "Abs",
-    "Acos",
-    "Acosh",
-    "AddV2",
-    "Asin",
-    "Asinh",
-    "Atan",
-    "Atan2",
-    "Atanh",
-    "Cast",
-    "Ceil",
-    "ClipByValue",
-    "Cos",
-    "Cosh",
-    "DivNoNan",
-    "Elu",
-    "EluGrad",
-    "Equal",
-    "Erf",
-    "Exp",
-    "Expm1",
-    "Floor",
-    "Greater",
-    "GreaterEqual",
-    "Identity",
-    "IsFinite",
-    "IsInf",
-    "IsNan",
-    "LeakyRelu",
-    "LeakyReluGrad",
-    "Less",
-    "LessEqual",
-    "Log",
-    "Log1p",
-    "LogicalAnd",
-    "LogicalNot",
-    "LogicalOr",
-    "Maximum",
-    "Minimum",
-    "Mul",
-    "Neg",
-    "NotEqual",
-    "OnesLike",
-    "Pow",
-    "RealDiv",
-    "Reciprocal",
-    "Relu",
-    "Relu6",
-    "Relu6Grad",
-    "ReluGrad",
-    "Rint",
-    "Round",
-    "Rsqrt",
-    "RsqrtGrad",
-    "Select",
-    "SelectV2",
-    "Selu",
-    "SeluGrad",
-    "Sigmoid",
-    "SigmoidGrad",
-    "Sign",
-    "Sin",
-    "Sinh",
-    "Softplus",
-    "SoftplusGrad",
-    "Softsign",
-    "Sqrt",
-    "SqrtGrad",
-    "Square",
-    "SquaredDifference",
-    "Sub",
-    "Tan",
-    "Tanh",
-    "TanhGrad",
-    "ZerosLike",
-    // Products, biases, reductions, softmax.
-    "BatchMatMulV2",
-    "BiasAdd",
-    "BiasAddGrad",
-    "LogSoftmax",
-    "MatMul",
-    "Max",
-    "Mean",
-    "Min",
-    "Prod",
-    "Softmax",
-    "SparseMatMul",
-    "Sum",
-    "AddN",
-    // Shapes and slices.
-    "BroadcastTo",
-    "ConcatV2",
-    "ExpandDims",
-    "Fill",
-    "Pack",
-    "Pad",
-    "PadV2",
-    "Reshape",
-    "Slice",
-    "Split",
-    "SplitV",
-    "Squeeze",
-    "StridedSlice",
-    "Tile",
-    "Transpose",
-    "Unpack",
-    // Convolutions and pooling.
-    "AvgPool",
-    "AvgPoolGrad",
-    "Conv2D",
-    "Conv2DBackpropFilter",
-    "Conv2DBackpropInput",
-    "DepthwiseConv2dNative",
-    "DepthwiseConv2dNativeBackpropFilter",
-    "DepthwiseConv2dNativeBackpropInput",
-    "MaxPool",
-    "MaxPoolGrad",
-    // This package's own kernels (`kernels`).
-    "TfjsNodeRs>SingleChannelConv2D",
-    "TfjsNodeRs>SingleChannelMaxPool",
-];
-
-/// Ops that are pure too but never deferred: their outputs are integers a deferred run could
-/// not key, or they fail on values (integer division by zero), which `ops::deferred` must not delay.
-/// A whole call's graph fails where its eager call would, at the same call.
-const PURE_IN_CALLS: &[&str] = &[
-    "_FusedConv2D",
-    "_FusedDepthwiseConv2dNative",
-    "_FusedMatMul",
-    "ArgMax",
-    "ArgMin",
-    "Cumprod",
-    "Cumsum",
-    "DepthToSpace",
-    "FloorDiv",
-    "FloorMod",
-    "FusedBatchNormV3",
-    "GatherV2",
-    "L2Loss",
-    "LRN",
-    "LRNGrad",
-    "MirrorPad",
-    "Mod",
-    "OneHot",
-    "ResizeBilinear",
-    "ResizeBilinearGrad",
-    "ResizeNearestNeighbor",
-    "ResizeNearestNeighborGrad",
-    "ReverseV2",
-    "SoftmaxCrossEntropyWithLogits",
-    "SpaceToDepth",
-    "SparseSoftmaxCrossEntropyWithLogits",
-    "UnsortedSegmentSum",
-];
-
-/// Stateful random ops: fresh values on every run of a graph, so they may be nodes of a whole
-/// call's graph (a dropout mask), but never deferred.
-const RANDOM: &[&str] = &["RandomStandardNormal", "RandomUniform", "TruncatedNormal"];
-
-/// Ops of `PURE_IN_CALLS` that fail on their inputs' values: an integer division by zero, an
-/// index or a label out of range.
-const FAILS_ON_VALUES: &[&str] = &[
-    "FloorDiv",
-    "FloorMod",
-    "GatherV2",
-    "Mod",
-    "SparseSoftmaxCrossEntropyWithLogits",
-    "UnsortedSegmentSum",
-];
-
-/// Products and convolutions, whose time grows faster than their inputs' sizes.
-const COMPUTE_BOUND: &[&str] = &[
-    "_FusedConv2D",
-    "_FusedDepthwiseConv2dNative",
-    "_FusedMatMul",
-    "BatchMatMulV2",
-    "Conv2D",
-    "Conv2DBackpropFilter",
-    "Conv2DBackpropInput",
-    "DepthwiseConv2dNative",
-    "DepthwiseConv2dNativeBackpropFilter",
-    "DepthwiseConv2dNativeBackpropInput",
-    "MatMul",
-];
-
-/// What a prepared op is as a graph node.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub struct NodeKind {
-    /// May be deferred (see `PURE`).
-    pub deferrable: bool,
-    /// Draws random numbers (`RANDOM`); every other node kind is deterministic.
-    pub random: bool,
-    /// Fails on input values (`FAILS_ON_VALUES`), not only on shapes.
-    pub fails_on_values: bool,
-    /// A product or convolution (`COMPUTE_BOUND`): large ones take long enough to be worth
-    /// running off the JS thread on their own.
-    pub compute_bound: bool,
+/// Where a node's input, or a fetched output, comes from.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum Ref {
+    /// The `n`th fed tensor.
+    Feed(u32),
+    /// Output `output` of node `index`.
+    Node { index: u32, output: u32 },
 }
 
-/// What op `name` with `attrs` is as a graph node; `None` when it runs only eagerly.
-pub fn node_kind(name: &CStr, attrs: &[attrs::OwnedAttr]) -> Option<NodeKind> {
-    let name = name.to_str().ok()?;
-    let kind = if PURE.contains(&name) {
-        NodeKind {
-            deferrable: true,
-            random: false,
-            fails_on_values: false,
-            compute_bound: COMPUTE_BOUND.contains(&name),
-        }
-    } else if PURE_IN_CALLS.contains(&name) || RANDOM.contains(&name) {
-        NodeKind {
-            deferrable: false,
-            random: RANDOM.contains(&name),
-            fails_on_values: FAILS_ON_VALUES.contains(&name),
-            compute_bound: COMPUTE_BOUND.contains(&name),
-        }
-    } else {
-        return None;
-    };
-    attrs::settable_on_node(attrs).then_some(kind)
+/// A node to build: the op, where its flat inputs come from, and what it is built as.
+pub struct NodeOp<'a> {
+    pub prepared: &'a PreparedOp,
+    pub inputs: Vec<Ref>,
+    pub built: Built,
 }
 
-/// Whether input `input` (of `count`) of op `name` may be an integer tensor computed in the same
-/// graph: its values are data, selected or compared, never an output's shape. Elsewhere (a
-/// shape, axes, sizes) a computed integer would make shapes depend on values, which the JS
-/// that recorded the ops saw only once.
-pub fn takes_computed_integers(name: &CStr, input: usize, count: usize) -> bool {
-    /// Element-wise: every input is data.
-    const EVERY_INPUT: &[&str] = &[
-        "AddV2",
-        "Cast",
-        "Equal",
-        "FloorDiv",
-        "FloorMod",
-        "Greater",
-        "GreaterEqual",
-        "Identity",
-        "Less",
-        "LessEqual",
-        "Maximum",
-        "Minimum",
-        "Mod",
-        "Mul",
-        "NotEqual",
-        "Pack",
-        "Select",
-        "SelectV2",
-        "Sub",
-    ];
-    /// Shape and gather ops whose data is their first input.
-    const FIRST_INPUT: &[&str] = &[
-        "BroadcastTo",
-        "ExpandDims",
-        "GatherV2",
-        "OneHot",
-        "Pad",
-        "Reshape",
-        "ReverseV2",
-        "Slice",
-        "Squeeze",
-        "StridedSlice",
-        "Tile",
-        "Transpose",
-        "Unpack",
-    ];
-    /// Indices beside data.
-    const INDICES: &[(&str, usize)] = &[
-        ("GatherV2", 1),
-        ("SparseSoftmaxCrossEntropyWithLogits", 1),
-        ("UnsortedSegmentSum", 1),
-    ];
-    let Ok(name) = name.to_str() else {
-        return false;
-    };
-    EVERY_INPUT.contains(&name)
-        || (input == 0 && FIRST_INPUT.contains(&name))
-        || INDICES.contains(&(name, input))
-        // ConcatV2's values, before its axis.
-        || (name == "ConcatV2" && input + 1 < count)
+/// What node a prepared op is built as (see `fusions`).
+#[derive(Clone, PartialEq, Debug)]
+pub enum Built {
+    /// The op as it ran.
+    AsRecorded,
+    /// Another op of the same inputs and attrs.
+    Renamed(&'static CStr),
+    /// `_FusedConv2D` of a recorded Conv2D: the convolution's inputs and attrs, then the
+    /// arguments of `fused_ops` (the rest of the inputs, as one list), with `epsilon`.
+    FusedConv2D {
+        fused_ops: Vec<&'static str>,
+        epsilon: f32,
+    },
+    /// `TfjsNodeRs>Elementwise` running a chain of element-wise ops (`kernels::elementwise`)
+    /// on the inputs, the first of the outputs' `shape` (as the recording saw it).
+    Elementwise { program: Program, shape: Vec<i64> },
+    /// `ElementOp::Step` of the input, of `shape`: a recorded Relu of a Sign (tfjs's ReLU
+    /// gradient), which `fusions` builds into an element-wise chain, or else is a chain alone.
+    Step { shape: Vec<i64> },
+    /// `TfjsNodeRs>ColumnSums` of a recorded Sum or Mean (`mean`) over every axis but the
+    /// last of its first input (the only one it takes), of `shape` as the recording saw it.
+    ColumnSums {
+        mean: bool,
+        keep_dims: bool,
+        shape: Vec<i64>,
+    },
+}
+
+impl<'a> NodeOp<'a> {
+    pub fn new(prepared: &'a PreparedOp, inputs: Vec<Ref>) -> NodeOp<'a> {
+        NodeOp {
+            prepared,
+            inputs,
+            built: Built::AsRecorded,
+        }
+    }
+
+    /// The TF op the node is.
+    pub fn op_name(&self) -> &CStr {
+        match &self.built {
+            Built::AsRecorded => &self.prepared.name,
+            Built::Renamed(name) => name,
+            Built::FusedConv2D { .. } => c"_FusedConv2D",
+            Built::Elementwise { .. } => Elementwise::SPEC.name,
+            Built::ColumnSums { .. } => ColumnSums::SPEC.name,
+            Built::Step { .. } => Elementwise::SPEC.name,
+        }
+    }
 }
 
 /// Adds `step` (its prepared op, built as `step.built`) as node `node_name` on `inputs` (flat,

@@ -6,8 +6,10 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::compiled::{CompiledGraph, Feed, NodeOp, OutputSpec, Ref};
-use crate::ops::PreparedOp;
+use super::compiled::{CompiledGraph, Feed};
+use super::nodes::{NodeOp, Ref};
+use crate::op_plan::PreparedOp;
+use crate::tensor_spec::TensorSpec;
 use crate::tf::status::Status;
 
 /// Graphs kept; past it the cache starts over (a program whose shapes never repeat).
@@ -18,7 +20,7 @@ const MAX_GRAPHS: usize = 1024;
 #[derive(PartialEq, Eq, Hash)]
 struct Key {
     plan: u32,
-    inputs: Vec<(OutputSpec, Option<Vec<i64>>)>,
+    inputs: Vec<(TensorSpec, Option<Vec<i64>>)>,
 }
 
 #[derive(Default)]
@@ -29,7 +31,7 @@ pub struct SingleOps {
 
 /// An input of the op: a tensor fed on each run, or one whose values the graph holds.
 pub struct OpInput<'a> {
-    pub spec: OutputSpec,
+    pub spec: TensorSpec,
     /// `Some`: a constant of the graph, with these integer values.
     pub constant: Option<(&'a crate::tf::handle::TensorHandle, Vec<i64>)>,
 }

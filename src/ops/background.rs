@@ -2,12 +2,13 @@
 //! JS thread.
 
 use super::deferred::settle;
+use super::io;
 use super::Runtime;
-use super::{io, PreparedOp};
 use crate::error::Result;
-use crate::executor::Work;
-use crate::graphs::compiled::small_integers;
+use crate::graphs::compiled::CompiledGraph;
 use crate::graphs::single_ops::OpInput;
+use crate::op_plan::PreparedOp;
+use crate::tensor_spec::small_integers;
 
 /// A product or convolution on more input elements than this (4 MiB of floats; a
 /// 1024x1024 matMul takes ~30 ms here) runs on the executor rather than the JS thread.
@@ -84,7 +85,7 @@ pub fn run_in_background(
     drop(inputs);
     let job = state
         .executor
-        .submit(Work::graph_run(graph.clone(), feeds))?;
+        .submit(CompiledGraph::run_work(graph.clone(), feeds))?;
     Ok(Some(io::write_pending_outputs(
         &mut state.tensors,
         &job,

@@ -28,10 +28,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::Runtime;
-use super::{eager, io, PreparedOp};
+use super::{eager, io};
 use crate::error::{Error, Result};
-use crate::executor::{Input, Work};
-use crate::graphs::compiled::{small_integers, CompiledGraph, Feed, NodeOp, OutputSpec, Ref};
+use crate::executor::Input;
+use crate::graphs::compiled::{CompiledGraph, Feed};
+use crate::graphs::nodes::{NodeOp, Ref};
+use crate::op_plan::PreparedOp;
+use crate::tensor_spec::{small_integers, TensorSpec};
 use crate::tensor_table::{IdHasher, TensorTable};
 use crate::tf::dtype::{Layout, DTYPES};
 use crate::tf::handle::TensorHandle;
@@ -96,7 +99,7 @@ struct Compiled {
 struct TrieNode {
     plan: u32,
     inputs: Box<[Ref]>,
-    outputs: Box<[OutputSpec]>,
+    outputs: Box<[TensorSpec]>,
     /// Times a run ended here.
     ends: u32,
     /// Time spent replaying whole runs that ended here op by op (`end_run`).
@@ -506,7 +509,7 @@ fn learn(state: &mut Runtime, ids: &[u64], key: StepKey) -> Result<Option<u32>> 
         let Ok(dtype) = handle.dtype_index() else {
             return Ok(None);
         };
-        outputs.push(OutputSpec {
+        outputs.push(TensorSpec {
             dtype,
             dims: dims.as_slice().into(),
         });
@@ -719,14 +722,18 @@ fn run_compiled(
         if !compiled.set_up_queued {
             compiled.set_up_queued = true;
             let feeds = job_feeds(run, &state.status)?;
-            state.executor.submit(Work::graph_run(graph, feeds))?;
+            state
+                .executor
+                .submit(CompiledGraph::run_work(graph, feeds))?;
         }
         return replay(state, plans, run);
     }
     let compiled = &state.tracer.trie[end].compiled[index];
     if in_background {
         let feeds = job_feeds(run, &state.status)?;
-        let job = state.executor.submit(Work::graph_run(graph, feeds))?;
+        let job = state
+            .executor
+            .submit(CompiledGraph::run_work(graph, feeds))?;
         // The run is all deferred: depth `d` is the run's `d`th trie node, which knows the shapes.
         for (k, (&id, &(depth, output))) in live_ids.iter().zip(&compiled.live).enumerate() {
             let node = &state.tracer.trie[run.nodes[depth as usize] as usize];
@@ -764,7 +771,7 @@ fn elements_per_op(trie: &[TrieNode], run: &Run) -> u64 {
         .nodes
         .iter()
         .flat_map(|&node| trie[node as usize].outputs.iter())
-        .map(OutputSpec::elements)
+        .map(TensorSpec::elements)
         .sum();
     elements / run.nodes.len().max(1) as u64
 }
@@ -780,7 +787,7 @@ fn compile(
     let feeds = run
         .externals
         .iter()
-        .map(|handle| Ok(Feed::Placeholder(OutputSpec::of(handle, &state.status)?)))
+        .map(|handle| Ok(Feed::Placeholder(TensorSpec::of(handle, &state.status)?)))
         .collect::<Result<Vec<_>>>()?;
     // The run is all deferred, so its deferred ops are its ops by depth.
     let needed = needed_ops(run, &state.tensors);

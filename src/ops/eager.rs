@@ -1,14 +1,10 @@
 //! One op call run eagerly: a prepared op on input tensors, checked against the op's definition
 //! before TF sees it (TF aborts the process on some mismatches), through the env's op cache.
 
-use std::ffi::CString;
-
-use super::attrs::{self, OwnedAttr};
-use super::validate::Signature;
 use super::Runtime;
 use crate::error::{Error, Result};
-use crate::graphs::nodes::NodeKind;
 use crate::op_cache::OpCache;
+use crate::op_plan::{attrs, PreparedOp};
 use crate::tf::context::Context;
 use crate::tf::handle::TensorHandle;
 use crate::tf::signals::AsyncSignalsBlocked;
@@ -16,18 +12,6 @@ use crate::tf::status::Status;
 
 /// Outputs beyond this are a caller's mistake, not an op's (the widest TF ops have a few dozen).
 const MAX_OUTPUTS: i64 = 4096;
-
-/// An op name with its attributes, read and checked once.
-pub struct PreparedOp {
-    pub name: CString,
-    pub attrs: Vec<OwnedAttr>,
-    /// The inputs a call must bring, checked against the op's definition once.
-    pub signature: Signature,
-    /// `signals::uses_generated_gemm(name)`.
-    pub uses_generated_gemm: bool,
-    /// How the op can be a graph node; `None`: it only runs eagerly.
-    pub node: Option<NodeKind>,
-}
 
 /// Runs `prepared` on `inputs` with room for `room` outputs, appending them to `outputs`.
 pub fn run_handles<'h>(

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use super::{Runtime, Scratch};
 use crate::error::{Error, Result};
 use crate::executor::Job;
-use crate::graphs::compiled::{data_bytes, OutputSpec};
+use crate::tensor_spec::{data_bytes, TensorSpec};
 use crate::tensor_table::TensorTable;
 use crate::tf::handle::TensorHandle;
 
@@ -86,7 +86,7 @@ pub fn too_small(io: &[f64]) -> Error {
 }
 
 /// Refuses outputs of `specs` that `io` has no room for, before anything computes them.
-pub fn check_room(specs: &[OutputSpec], io: &[f64]) -> Result<()> {
+pub fn check_room(specs: &[TensorSpec], io: &[f64]) -> Result<()> {
     let room: usize = specs.iter().map(|spec| output_room(&spec.dims)).sum();
     if room > io.len() {
         return Err(too_small(io));
@@ -99,7 +99,7 @@ pub fn check_room(specs: &[OutputSpec], io: &[f64]) -> Result<()> {
 pub fn write_pending_outputs(
     tensors: &mut TensorTable,
     job: &Arc<Job>,
-    specs: &[OutputSpec],
+    specs: &[TensorSpec],
     io: &mut [f64],
 ) -> u32 {
     let mut at = 0;

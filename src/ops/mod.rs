@@ -1,22 +1,18 @@
 //! Running op calls: the one path from the binding's fast path to TF. A prepared op
-//! (`eager::PreparedOp`: name, attrs, checked signature) called on tensor ids either
+//! (`op_plan::PreparedOp`: name, attrs, checked signature) called on tensor ids either
 //! - becomes an executor job, when waiting for it would hold the JS thread (`background`);
 //! - is deferred into the run being recorded, to run later as one graph (`deferred`);
 //! - or runs now, eagerly (`eager`).
 //!
-//! Its outputs reach JS in the io format (`io`). `attrs` and `validate` check the op's attrs
-//! and inputs against its definition once, when it is prepared.
+//! Its outputs reach JS in the io format (`io`).
 
-pub mod attrs;
 mod background;
 pub mod deferred;
 mod eager;
 mod io;
-pub mod validate;
 
-pub use eager::{run_ids, PreparedOp};
+pub use eager::run_ids;
 pub use io::{adopt_output, check_room, write_outputs, write_pending_outputs};
-pub use validate::OpChecks;
 
 use crate::error::Result;
 use crate::executor::Executor;
@@ -24,6 +20,7 @@ use crate::graphs::calls::CallGraphs;
 use crate::graphs::single_ops::SingleOps;
 use crate::js::Js;
 use crate::op_cache::OpCache;
+use crate::op_plan::PreparedOp;
 use crate::tensor_table::TensorTable;
 use crate::tf::context::Context;
 use crate::tf::handle::TensorHandle;
