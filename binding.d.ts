@@ -108,9 +108,9 @@ export declare function compileCall(ops: Array<CallOp>, fedIds: Array<number>, f
 
 /**
  * Makes this env's context a client of the cluster in `serverDef`, which names this client as
- * its own task, `localTask` (`/job:client/replica:0/task:0`). Deferred work is finished first
- * and cached ops dropped: they belong to the context's devices before the change; so are the
- * tensors on other tasks' devices (`forget_remote_state`).
+ * its own task, `localTask` (`/job:client/replica:0/task:0`). Work in flight is finished
+ * first; tensors on other tasks' devices are dropped (their ids stay, as tensors not computed).
+ * See `ops::Runtime::connect_to_cluster`.
  */
 export declare function connectToCluster(serverDef: Uint8Array, localTask: string, timeoutMs: number): void
 

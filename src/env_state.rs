@@ -14,7 +14,7 @@ use crate::sharing::Sharing;
 /// is released, its context after everything holding its handles.
 pub struct EnvState {
     pub saved_models: SavedModels,
-    pub run: Runtime,
+    pub runtime: Runtime,
     pub prepared_ops: Vec<PreparedOp>,
     pub sharing: Sharing,
 }
@@ -36,17 +36,12 @@ impl EnvState {
 
     /// Makes `id` hold its tensor (`Runtime::settle`).
     pub fn settle(&mut self, id: u64) -> Result<()> {
-        self.run.settle(&self.prepared_ops, id)
+        self.runtime.settle(&self.prepared_ops, id)
     }
 
     /// Makes sure `id` will hold its tensor without waiting (`Runtime::settle_in_background`).
     pub fn settle_in_background(&mut self, id: u64) -> Result<()> {
-        self.run.settle_in_background(&self.prepared_ops, id)
-    }
-
-    /// Runs all pending work now (`Runtime::finish_all_work`).
-    pub fn finish_all_work(&mut self) -> Result<()> {
-        self.run.finish_all_work(&self.prepared_ops)
+        self.runtime.settle_in_background(&self.prepared_ops, id)
     }
 
     fn new(js: Js) -> Result<EnvState> {
@@ -54,7 +49,7 @@ impl EnvState {
         crate::allocator::return_large_blocks_to_system();
         Ok(EnvState {
             saved_models: SavedModels::default(),
-            run: Runtime::new(js)?,
+            runtime: Runtime::new(js)?,
             prepared_ops: Vec::new(),
             sharing: Sharing::new(js)?,
         })
@@ -64,7 +59,7 @@ impl EnvState {
 impl EnvData for EnvState {
     fn shut_down(&mut self) {
         // Tensors borrowing JS memory release it now, on this thread, while N-API still can.
-        self.run.shut_down();
+        self.runtime.shut_down();
         self.sharing.releases.shut_down();
     }
 }

@@ -81,7 +81,11 @@ pub fn compile_call(
             for &id in list {
                 let id = args::tensor_id_of_number(id, "id")?;
                 state.settle(id)?;
-                let handle = state.run.tensors.handle(id)?.share(&state.run.status)?;
+                let handle = state
+                    .runtime
+                    .tensors
+                    .handle(id)?
+                    .share(&state.runtime.status)?;
                 if is_fed {
                     fed.push(handle);
                 } else {
@@ -95,9 +99,9 @@ pub fn compile_call(
             &fed.iter().collect::<Vec<_>>(),
             fixed,
             &refs(&fetches)?,
-            &state.run.status,
+            &state.runtime.status,
         )?;
-        state.run.calls.insert(graph)
+        state.runtime.calls.insert(graph)
     })
 }
 
@@ -112,8 +116,13 @@ pub fn run_call(env: Env, call: u32, io: Unknown, num_fed: u32) -> napi::Result<
         let mut view = io_array(js, io)?;
         let io = io_values(&mut view)?;
         with_ids(io, num_fed, |ids, io| {
-            if state.run.executor.enabled
-                && state.run.calls.get(call)?.background_outputs().is_some()
+            if state.runtime.executor.enabled
+                && state
+                    .runtime
+                    .calls
+                    .get(call)?
+                    .background_outputs()
+                    .is_some()
             {
                 return run_in_background(state, call, ids, io);
             }
@@ -122,15 +131,15 @@ pub fn run_call(env: Env, call: u32, io: Unknown, num_fed: u32) -> napi::Result<
             }
             let fed = ids
                 .iter()
-                .map(|&id| state.run.tensors.handle(id))
+                .map(|&id| state.runtime.tensors.handle(id))
                 .collect::<Result<Vec<_>>>()?;
             let outputs = state
-                .run
+                .runtime
                 .calls
                 .get_mut(call)?
-                .run(&fed, &state.run.status)?;
-            state.run.scratch.outputs.extend(outputs);
-            write_outputs(&mut state.run, io)
+                .run(&fed, &state.runtime.status)?;
+            state.runtime.scratch.outputs.extend(outputs);
+            write_outputs(&mut state.runtime, io)
         })
     })
 }
@@ -138,12 +147,12 @@ pub fn run_call(env: Env, call: u32, io: Unknown, num_fed: u32) -> napi::Result<
 /// Queues call graph `call` on the executor, fed `ids` (computed or pending), and writes its
 /// pending outputs into `io`.
 fn run_in_background(state: &mut EnvState, call: u32, ids: &[u64], io: &mut [f64]) -> Result<u32> {
-    let outputs = state.run.calls.get(call)?.background_outputs();
+    let outputs = state.runtime.calls.get(call)?.background_outputs();
     check_room(outputs.unwrap_or_default(), io)?;
     let job = submit_call(state, call, ids)?;
-    let outputs = state.run.calls.get(call)?.background_outputs();
+    let outputs = state.runtime.calls.get(call)?.background_outputs();
     Ok(write_pending_outputs(
-        &mut state.run.tensors,
+        &mut state.runtime.tensors,
         &job,
         outputs.unwrap_or_default(),
         io,
@@ -155,14 +164,14 @@ fn submit_call(state: &mut EnvState, call: u32, ids: &[u64]) -> Result<Arc<Job>>
     let mut fed = Vec::with_capacity(ids.len());
     for &id in ids {
         state.settle_in_background(id)?;
-        fed.push(state.run.tensors.job_input(id, &state.run.status)?);
+        fed.push(state.runtime.tensors.job_input(id, &state.runtime.status)?);
     }
     let work = state
-        .run
+        .runtime
         .calls
         .get_mut(call)?
-        .background_work(fed, &state.run.status)?;
-    state.run.executor.submit(work)
+        .background_work(fed, &state.runtime.status)?;
+    state.runtime.executor.submit(work)
 }
 
 /// Sets call graph `call` up before it is needed: its first run, fed the `numFed` tensor ids
@@ -175,12 +184,12 @@ fn submit_call(state: &mut EnvState, call: u32, ids: &[u64]) -> Result<Arc<Job>>
 )]
 pub fn warm_up_call(env: Env, call: u32, io: Unknown, num_fed: u32) -> napi::Result<bool> {
     state_call(&env, |js, state| {
-        if !state.run.executor.enabled {
+        if !state.runtime.executor.enabled {
             return Ok(false);
         }
         let ids = ids_in(js, io, num_fed)?;
         let job = submit_call(state, call, &ids)?;
-        state.run.calls.get_mut(call)?.warm_up(job);
+        state.runtime.calls.get_mut(call)?.warm_up(job);
         Ok(true)
     })
 }
@@ -196,7 +205,7 @@ pub const MAX_SET_UP_ELEMENTS_PER_OP: u32 = deferred::MAX_SET_UP_ELEMENTS_PER_OP
 #[napi_derive::napi(js_name = "callRunsAhead")]
 pub fn call_runs_ahead(env: Env, call: u32) -> napi::Result<bool> {
     state_call(&env, |_, state| {
-        Ok(state.run.calls.get(call)?.may_run_ahead())
+        Ok(state.runtime.calls.get(call)?.may_run_ahead())
     })
 }
 
@@ -214,7 +223,7 @@ pub fn reserve_tensors(env: Env, count: u32) -> napi::Result<f64> {
                 "at most {MAX_RESERVED} tensors can be reserved at once, not {count}"
             )));
         }
-        Ok(state.run.tensors.reserve(u64::from(count)) as f64)
+        Ok(state.runtime.tensors.reserve(u64::from(count)) as f64)
     })
 }
 
@@ -228,7 +237,7 @@ pub fn fill_tensors(env: Env, io: Unknown, pairs: u32) -> napi::Result<()> {
     state_call(&env, |js, state| {
         let ids = ids_in(js, io, pairs.saturating_mul(2))?;
         for pair in ids.chunks_exact(2) {
-            state.run.tensors.fill_from(pair[0], pair[1])?;
+            state.runtime.tensors.fill_from(pair[0], pair[1])?;
         }
         Ok(())
     })
@@ -243,5 +252,5 @@ fn ids_in(js: Js, io: Unknown, count: u32) -> Result<Vec<u64>> {
 /// Frees call graph `call`; false when it did not exist.
 #[napi_derive::napi(js_name = "dropCall")]
 pub fn drop_call(env: Env, call: u32) -> napi::Result<bool> {
-    state_call(&env, |_, state| Ok(state.run.calls.remove(call)))
+    state_call(&env, |_, state| Ok(state.runtime.calls.remove(call)))
 }

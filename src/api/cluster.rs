@@ -6,10 +6,7 @@ use std::ffi::CString;
 use napi::bindgen_prelude::{Env, Uint8Array};
 
 use super::{js_call, state_call};
-use crate::env_state::EnvState;
-use crate::error::{Error, Result};
-use crate::tf::dtype::Layout;
-use crate::tf::handle::TensorHandle;
+use crate::error::Error;
 use crate::tf::server::Server;
 use crate::tf::signals::AsyncSignalsBlocked;
 use crate::tf::status::Status;
@@ -49,9 +46,9 @@ pub fn start_server(env: Env, server_def: Uint8Array) -> napi::Result<TfServer> 
 }
 
 /// Makes this env's context a client of the cluster in `serverDef`, which names this client as
-/// its own task, `localTask` (`/job:client/replica:0/task:0`). Deferred work is finished first
-/// and cached ops dropped: they belong to the context's devices before the change; so are the
-/// tensors on other tasks' devices (`forget_remote_state`).
+/// its own task, `localTask` (`/job:client/replica:0/task:0`). Work in flight is finished
+/// first; tensors on other tasks' devices are dropped (their ids stay, as tensors not computed).
+/// See `ops::Runtime::connect_to_cluster`.
 #[napi_derive::napi(js_name = "connectToCluster")]
 pub fn connect_to_cluster(
     env: Env,
@@ -65,45 +62,13 @@ pub fn connect_to_cluster(
                 "timeoutMs must be a positive number of milliseconds, got {timeout_ms}"
             )));
         }
-        state.finish_all_work()?;
-        state.run.ops.clear();
-        forget_remote_state(state)?;
-        state.run.context.set_server_def(
+        state.runtime.connect_to_cluster(
+            &state.prepared_ops,
             &server_def,
             &local_task,
             timeout_ms as i64,
-            &state.run.status,
         )
     })
-}
-
-/// Readies the env's tensors for a new cluster. Tensors on other tasks' devices are dropped
-/// (their ids stay, as tensors not computed): TF replaces the remote devices, and reading such a
-/// tensor afterwards crashes the process. This process's own tensors get fresh handles over the
-/// same memory: TF's handles cache their copies on remote devices by an op id that the new
-/// cluster's remote contexts hand out again, so a kept handle would feed another tensor's
-/// values to remote ops. Opaque handles (resources, variants) stay as they are.
-fn forget_remote_state(state: &mut EnvState) -> Result<()> {
-    // Ids count up from 1 and are never reused; connecting is rare, so a scan serves.
-    for id in 1..=state.run.tensors.last_id() {
-        let Ok(handle) = state.run.tensors.handle(id) else {
-            continue;
-        };
-        let local = handle
-            .device_name(true, &state.run.status)
-            .is_ok_and(|device| state.run.context.is_local(&device));
-        if !local {
-            drop(state.run.tensors.take_handle(id));
-        } else if handle
-            .dtype()
-            .is_ok_and(|dtype| dtype.layout != Layout::Opaque)
-        {
-            let fresh =
-                TensorHandle::from_tensor(&handle.resolve(&state.run.status)?, &state.run.status)?;
-            state.run.tensors.fill(id, fresh);
-        }
-    }
-    Ok(())
 }
 
 /// Starts this task's server in the env's context for collective ops across the cluster in
@@ -111,12 +76,9 @@ fn forget_remote_state(state: &mut EnvState) -> Result<()> {
 #[napi_derive::napi(js_name = "enableCollectiveOps")]
 pub fn enable_collective_ops(env: Env, server_def: Uint8Array) -> napi::Result<()> {
     state_call(&env, |_, state| {
-        state.finish_all_work()?;
-        state.run.ops.clear();
         state
-            .run
-            .context
-            .enable_collective_ops(&server_def, &state.run.status)
+            .runtime
+            .enable_collective_ops(&state.prepared_ops, &server_def)
     })
 }
 
@@ -133,9 +95,9 @@ pub struct DeviceInfo {
 pub fn list_devices(env: Env) -> napi::Result<Vec<DeviceInfo>> {
     state_call(&env, |_, state| {
         Ok(state
-            .run
+            .runtime
             .context
-            .devices(&state.run.status)?
+            .devices(&state.runtime.status)?
             .into_iter()
             .map(|d| DeviceInfo {
                 name: d.name,
@@ -156,9 +118,7 @@ pub fn set_device_scope(env: Env, device: Option<String>) -> napi::Result<()> {
                     .map_err(|_| Error::Type("a device name must not hold a NUL byte".into()))
             })
             .transpose()?;
-        state.finish_all_work()?;
-        state.run.context.set_device_scope(device);
-        Ok(())
+        state.runtime.set_device_scope(&state.prepared_ops, device)
     })
 }
 
@@ -169,9 +129,9 @@ pub fn tensor_device(env: Env, id: f64, backing: bool) -> napi::Result<String> {
         let id = super::args::tensor_id_of_number(id, "id")?;
         state.settle(id)?;
         state
-            .run
+            .runtime
             .tensors
             .handle(id)?
-            .device_name(backing, &state.run.status)
+            .device_name(backing, &state.runtime.status)
     })
 }

@@ -40,7 +40,7 @@ pub fn execute_op(
             input_ids.raw(),
             num_outputs.raw(),
         );
-        state.run.scratch.outputs.clear();
+        state.runtime.scratch.outputs.clear();
         result.map(|v| js.to_unknown(v))
     })
 }
@@ -64,8 +64,8 @@ fn execute(
         state.settle(id)?;
     }
     let prepared = prepare(js, state, name.to_owned(), attrs)?;
-    ops::run_ids(&mut state.run, &prepared, &ids, room)?;
-    let outputs: Vec<_> = state.run.scratch.outputs.drain(..).collect();
+    ops::run_ids(&mut state.runtime, &prepared, &ids, room)?;
+    let outputs: Vec<_> = state.runtime.scratch.outputs.drain(..).collect();
     outputs_to_js(js, state, outputs)
 }
 
@@ -79,8 +79,8 @@ pub(super) fn outputs_to_js(
     let mut dims = Vec::new();
     for (i, handle) in outputs.into_iter().enumerate() {
         dims.clear();
-        handle.dims_into(&mut dims, &state.run.status)?;
-        let (id, dtype) = ops::adopt_output(&mut state.run.tensors, handle, &dims);
+        handle.dims_into(&mut dims, &state.runtime.status)?;
+        let (id, dtype) = ops::adopt_output(&mut state.runtime.tensors, handle, &dims);
         let dtype_name = dtype.map_or("unknown", |index| DTYPES[index].name);
         let shape = js.array(dims.len())?;
         for (d, &dim) in dims.iter().enumerate() {
@@ -114,20 +114,20 @@ pub fn prepare_op(env: Env, name: Unknown, attrs: Unknown) -> napi::Result<u32> 
 fn prepare(js: Js, state: &mut EnvState, name: CString, attrs: Value) -> Result<PreparedOp> {
     let label = name.to_string_lossy().into_owned();
     let checked_out = state
-        .run
+        .runtime
         .ops
-        .take(&state.run.context, &name, &state.run.status)
+        .take(&state.runtime.context, &name, &state.runtime.status)
         .map_err(|e| e.context(&label))?;
-    let read = attrs::read(js, &checked_out.op, &label, attrs, &state.run.status);
+    let read = attrs::read(js, &checked_out.op, &label, attrs, &state.runtime.status);
     state
-        .run
+        .runtime
         .ops
-        .give_back(&name, checked_out, &state.run.status);
+        .give_back(&name, checked_out, &state.runtime.status);
     let attrs = read?;
     let checks = state
-        .run
+        .runtime
         .ops
-        .checks(&name, &state.run.status)
+        .checks(&name, &state.runtime.status)
         .map_err(|e| e.context(&label))?;
     PreparedOp::new(name, attrs, checks)
 }
@@ -168,7 +168,14 @@ pub fn run_prepared_op(
                     "prepared op {prepared} does not exist"
                 )));
             }
-            ops::run_prepared(&mut state.run, plans, prepared, ids, num_outputs as i64, io)
+            ops::run_prepared(
+                &mut state.runtime,
+                plans,
+                prepared,
+                ids,
+                num_outputs as i64,
+                io,
+            )
         })
     })
 }

@@ -20,8 +20,8 @@ pub fn when_ready(env: Env, id: Unknown) -> napi::Result<Unknown<'static>> {
     state_call(&env, |js, state| {
         let id = args::tensor_id(js, id.raw(), "id")?;
         state.settle_in_background(id)?;
-        let value = match state.run.tensors.pending_job(id) {
-            Some(job) if !job.is_done() => state.run.executor.when_done(js, job)?,
+        let value = match state.runtime.tensors.pending_job(id) {
+            Some(job) if !job.is_done() => state.runtime.executor.when_done(js, job)?,
             _ => js.null()?,
         };
         Ok(js.to_unknown(value))
@@ -37,8 +37,8 @@ pub fn when_ready(env: Env, id: Unknown) -> napi::Result<Unknown<'static>> {
 )]
 pub fn when_job_done(env: Env, job: u32) -> napi::Result<Unknown<'static>> {
     state_call(&env, |js, state| {
-        let job = state.run.executor.held(job)?;
-        let promise = state.run.executor.when_done(js, job)?;
+        let job = state.runtime.executor.held(job)?;
+        let promise = state.runtime.executor.when_done(js, job)?;
         Ok(js.to_unknown(promise))
     })
 }
@@ -52,8 +52,8 @@ pub fn when_job_done(env: Env, job: u32) -> napi::Result<Unknown<'static>> {
 )]
 pub fn take_job_outputs(env: Env, job: u32) -> napi::Result<Unknown<'static>> {
     state_call(&env, |js, state| {
-        let job = state.run.executor.release(job)?;
-        let outputs = job.outputs(&state.run.status)?;
+        let job = state.runtime.executor.release(job)?;
+        let outputs = job.outputs(&state.runtime.status)?;
         Ok(js.to_unknown(outputs_to_js(js, state, outputs)?))
     })
 }
@@ -64,7 +64,7 @@ pub fn take_job_outputs(env: Env, job: u32) -> napi::Result<Unknown<'static>> {
 #[napi_derive::napi(js_name = "stopBackgroundWork")]
 pub fn stop_background_work(env: Env) -> napi::Result<()> {
     state_call(&env, |_, state| {
-        state.run.executor.shut_down();
+        state.runtime.executor.shut_down();
         Ok(())
     })
 }

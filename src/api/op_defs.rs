@@ -57,9 +57,9 @@ pub fn op_def(env: Env, name: String) -> napi::Result<OpDefinition> {
         let c_name = std::ffi::CString::new(name.as_str())
             .map_err(|_| Error::Type("op name must not contain NUL".into()))?;
         let checks = state
-            .run
+            .runtime
             .ops
-            .checks(&c_name, &state.run.status)
+            .checks(&c_name, &state.runtime.status)
             .map_err(|e| e.context(&name))?;
         let def = &checks.def;
         Ok(OpDefinition {

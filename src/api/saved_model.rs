@@ -32,7 +32,9 @@ pub fn load_saved_model(env: Env, export_dir: Unknown, tags: Unknown) -> napi::R
         if tags.is_empty() {
             return Err(Error::Invalid("tags must name at least one tag".into()));
         }
-        let id = state.saved_models.load(&dir, &tags, &state.run.status)?;
+        let id = state
+            .saved_models
+            .load(&dir, &tags, &state.runtime.status)?;
         Ok(id as f64)
     })
 }
@@ -71,11 +73,11 @@ pub fn run_saved_model(
             state.settle(tid)?;
         }
         let session = state.saved_models.get(run.session)?;
-        let status = &state.run.status;
+        let status = &state.runtime.status;
         let mut feeds = Vec::with_capacity(run.ids.len());
         for (&tid, name) in run.ids.iter().zip(&run.inputs) {
             let handle = state
-                .run
+                .runtime
                 .tensors
                 .handle(tid)
                 .map_err(|e| e.context(&format!("input '{name}'")))?;
@@ -107,13 +109,19 @@ pub fn run_saved_model_in_background(
         for (&tid, name) in run.ids.iter().zip(run.inputs) {
             state.settle_in_background(tid)?;
             let spec = state
-                .run
+                .runtime
                 .tensors
-                .spec(tid, &state.run.status)
+                .spec(tid, &state.runtime.status)
                 .map_err(|e| e.context(&format!("input '{name}'")))?;
             let port = lookup(&session, &name, "input")?;
             check_input(&session, port, DTYPES[spec.dtype].tf as i32, &name)?;
-            inputs.push((name, state.run.tensors.job_input(tid, &state.run.status)?));
+            inputs.push((
+                name,
+                state
+                    .runtime
+                    .tensors
+                    .job_input(tid, &state.runtime.status)?,
+            ));
         }
         for name in &run.outputs {
             lookup(&session, name, "output")?;
@@ -127,8 +135,8 @@ pub fn run_saved_model_in_background(
             }
             run_session(&session, &feeds, &outputs, status)
         });
-        let job = state.run.executor.submit(work)?;
-        Ok(state.run.executor.hold(job))
+        let job = state.runtime.executor.submit(work)?;
+        Ok(state.runtime.executor.hold(job))
     })
 }
 

@@ -29,7 +29,7 @@ fn create(js: Js, state: &mut EnvState, shape: Value, dtype: Value, data: Value)
     let mut dims = Vec::new();
     args::dims_into(js, shape, false, &mut dims, "shape")?;
     let count = args::element_count(&dims, "shape")?;
-    let dtype = args::dtype(js, dtype, &mut state.run.scratch.text, "dtype")?;
+    let dtype = args::dtype(js, dtype, &mut state.runtime.scratch.text, "dtype")?;
     let (tensor, bytes) = match dtype.layout {
         Layout::Numeric { array, lanes } => {
             let view = js.typed_array(data)?.ok_or_else(|| {
@@ -75,8 +75,8 @@ fn create(js: Js, state: &mut EnvState, shape: Value, dtype: Value, data: Value)
             )))
         }
     };
-    let handle = TensorHandle::from_tensor(&tensor, &state.run.status)?;
-    Ok(state.run.tensors.insert(handle, bytes))
+    let handle = TensorHandle::from_tensor(&tensor, &state.runtime.status)?;
+    Ok(state.runtime.tensors.insert(handle, bytes))
 }
 
 fn string_tensor(js: Js, dims: &[i64], count: usize, data: Value) -> Result<Tensor> {
@@ -107,7 +107,7 @@ fn string_tensor(js: Js, dims: &[i64], count: usize, data: Value) -> Result<Tens
 )]
 pub fn alloc(env: Env, dtype: Unknown, length: Unknown) -> napi::Result<Unknown<'static>> {
     state_call(&env, |js, state| {
-        let dtype = args::dtype(js, dtype.raw(), &mut state.run.scratch.text, "dtype")?;
+        let dtype = args::dtype(js, dtype.raw(), &mut state.runtime.scratch.text, "dtype")?;
         let Layout::Numeric { array, lanes } = dtype.layout else {
             return Err(Error::Type(format!(
                 "alloc: {} tensors are not backed by a typed array",
@@ -140,18 +140,22 @@ pub fn tensor_data_sync(
     state_call(&env, |js, state| {
         let id = args::tensor_id(js, id.raw(), "id")?;
         state.settle(id)?;
-        let dtype = readable_dtype(state.run.tensors.handle(id)?)?;
+        let dtype = readable_dtype(state.runtime.tensors.handle(id)?)?;
         let value = match dtype.layout {
             Layout::Numeric { array, .. } => state.sharing.read_typed_array(
                 js,
-                &mut state.run.tensors,
-                &state.run.status,
+                &mut state.runtime.tensors,
+                &state.runtime.status,
                 id,
                 array,
                 aliased.unwrap_or(false),
             )?,
             Layout::Strings => {
-                let tensor = state.run.tensors.handle(id)?.resolve(&state.run.status)?;
+                let tensor = state
+                    .runtime
+                    .tensors
+                    .handle(id)?
+                    .resolve(&state.runtime.status)?;
                 let items = tensor.string_items();
                 let out = js.array(items.len())?;
                 for (i, item) in items.iter().enumerate() {
@@ -186,7 +190,7 @@ pub fn reshape_tensor(env: Env, id: Unknown, shape: Unknown) -> napi::Result<f64
 
 fn reshape(js: Js, state: &mut EnvState, id: u64, shape: Value) -> Result<u64> {
     state.settle(id)?;
-    let entry = state.run.tensors.get(id)?;
+    let entry = state.runtime.tensors.get(id)?;
     let handle = entry.handle()?;
     let dtype = readable_dtype(handle)?;
     if !matches!(dtype.layout, Layout::Numeric { .. }) {
@@ -196,7 +200,7 @@ fn reshape(js: Js, state: &mut EnvState, id: u64, shape: Value) -> Result<u64> {
         )));
     }
     let mut dims = Vec::new();
-    handle.dims_into(&mut dims, &state.run.status)?;
+    handle.dims_into(&mut dims, &state.runtime.status)?;
     let count = args::element_count(&dims, "the tensor's shape")?;
     args::dims_into(js, shape, false, &mut dims, "shape")?;
     let new_count = args::element_count(&dims, "shape")?;
@@ -206,12 +210,13 @@ fn reshape(js: Js, state: &mut EnvState, id: u64, shape: Value) -> Result<u64> {
         )));
     }
     let bytes = entry.bytes;
-    let tensor = handle
-        .resolve(&state.run.status)?
-        .reshaped(dtype, &dims, &state.run.status)?;
-    let handle = TensorHandle::from_tensor(&tensor, &state.run.status)?;
+    let tensor =
+        handle
+            .resolve(&state.runtime.status)?
+            .reshaped(dtype, &dims, &state.runtime.status)?;
+    let handle = TensorHandle::from_tensor(&tensor, &state.runtime.status)?;
     // Both ids count the shared buffer, as two tensors sharing one buffer do anywhere else.
-    Ok(state.run.tensors.insert(handle, bytes))
+    Ok(state.runtime.tensors.insert(handle, bytes))
 }
 
 fn readable_dtype(handle: &TensorHandle) -> Result<DType> {
@@ -226,7 +231,7 @@ fn readable_dtype(handle: &TensorHandle) -> Result<DType> {
 pub fn delete_tensor(env: Env, id: Unknown) -> napi::Result<()> {
     state_call(&env, |js, state| {
         let id = args::tensor_id(js, id.raw(), "id")?;
-        state.run.tensors.remove(id).map(drop)
+        state.runtime.tensors.remove(id).map(drop)
     })
 }
 
@@ -237,8 +242,12 @@ pub fn drop_tensor_on_native_thread(env: Env, id: Unknown) -> napi::Result<()> {
     state_call(&env, |js, state| {
         let id = args::tensor_id(js, id.raw(), "id")?;
         state.settle(id)?;
-        let tensor = state.run.tensors.handle(id)?.resolve(&state.run.status)?;
-        state.run.tensors.remove(id)?;
+        let tensor = state
+            .runtime
+            .tensors
+            .handle(id)?
+            .resolve(&state.runtime.status)?;
+        state.runtime.tensors.remove(id)?;
         std::thread::spawn(move || drop(tensor))
             .join()
             .map_err(|_| Error::Invalid("the native thread panicked".into()))

@@ -35,7 +35,7 @@ pub fn run_in_background(
     // In a device scope (`tf.node.withDevice`) ops run where the scope says, eagerly.
     if kind.random
         || kind.fails_on_values
-        || state.tracer.paused()
+        || state.deferred.paused()
         || !state.executor.enabled
         || state.context.device_scope().is_some()
     {

@@ -163,8 +163,9 @@ impl Run {
     }
 }
 
+/// What deferring did, for `stats()`.
 #[derive(Default)]
-pub struct TraceCounters {
+pub struct DeferredCounters {
     pub deferred_ops: u64,
     /// Runs turned into graph nodes.
     pub compiled_runs: u64,
@@ -172,7 +173,8 @@ pub struct TraceCounters {
     pub graph_runs: u64,
 }
 
-pub struct Tracer {
+/// The env's deferred runs: the trie of runs seen before and the run being deferred now.
+pub struct DeferredRuns {
     enabled: bool,
     /// Deferring is paused while a whole call is recorded (`js/graphs/`): the call becomes one
     /// graph from its third run, so a deferred run compiled on its second would be wasted.
@@ -180,18 +182,18 @@ pub struct Tracer {
     trie: Vec<TrieNode>,
     children: HashMap<StepKey, u32>,
     run: Option<Run>,
-    pub counters: TraceCounters,
+    pub counters: DeferredCounters,
 }
 
-impl Tracer {
-    pub fn new() -> Tracer {
-        Tracer {
+impl DeferredRuns {
+    pub fn new() -> DeferredRuns {
+        DeferredRuns {
             enabled: std::env::var("TFJS_NODE_RS_DEFER").map_or(true, |v| v != "0"),
             paused: false,
             trie: vec![root_node()],
             children: HashMap::new(),
             run: None,
-            counters: TraceCounters::default(),
+            counters: DeferredCounters::default(),
         }
     }
 
@@ -255,8 +257,8 @@ pub fn run_or_defer(
     io: &mut [f64],
 ) -> Result<u32> {
     let prepared = &plans[plan as usize];
-    let step = if state.tracer.enabled
-        && !state.tracer.paused
+    let step = if state.deferred.enabled
+        && !state.deferred.paused
         && prepared.node.is_some_and(|kind| kind.deferrable)
         && !pending
     {
@@ -285,7 +287,7 @@ pub fn settle(
     id: u64,
     in_background: bool,
 ) -> Result<()> {
-    if state.tracer.produced(id) {
+    if state.deferred.produced(id) {
         end_run(state, plans, in_background)?;
     }
     Ok(())
@@ -293,16 +295,16 @@ pub fn settle(
 
 /// Builds the trie key of the call, or `Step::Eager` when an input rules deferring out.
 fn classify(state: &Runtime, plan: u32, ids: &[u64]) -> Result<Step> {
-    let tracer = &state.tracer;
-    if tracer.trie.len() >= MAX_TRIE_NODES
-        || tracer
+    let deferred = &state.deferred;
+    if deferred.trie.len() >= MAX_TRIE_NODES
+        || deferred
             .run
             .as_ref()
             .is_some_and(|r| r.nodes.len() >= MAX_RUN_LENGTH)
     {
         return Ok(Step::Eager);
     }
-    let run = tracer.run.as_ref();
+    let run = deferred.run.as_ref();
     let mut inputs = Vec::with_capacity(ids.len());
     let mut new: Vec<u64> = Vec::new();
     let known_externals = run.map_or(0, |r| r.externals.len());
@@ -313,7 +315,7 @@ fn classify(state: &Runtime, plan: u32, ids: &[u64]) -> Result<Step> {
                 index: depth,
                 output,
             }) => {
-                let node = &tracer.trie[run.map_or(ROOT, |r| r.nodes[depth as usize]) as usize];
+                let node = &deferred.trie[run.map_or(ROOT, |r| r.nodes[depth as usize]) as usize];
                 if DTYPES[node.outputs[output as usize].dtype].is_integer() {
                     return Ok(Step::Eager);
                 }
@@ -342,8 +344,8 @@ fn classify(state: &Runtime, plan: u32, ids: &[u64]) -> Result<Step> {
         plan,
         inputs,
     };
-    Ok(match tracer.children.get(&key) {
-        Some(&child) if tracer.trie[child as usize].on_long_run => Step::Defer { child, new },
+    Ok(match deferred.children.get(&key) {
+        Some(&child) if deferred.trie[child as usize].on_long_run => Step::Defer { child, new },
         Some(&child) => Step::Now {
             at: TrieStep::Follow(child),
             new,
@@ -381,7 +383,7 @@ fn describe_external(handle: &TensorHandle, status: &Status) -> Result<Option<In
 
 /// Registers the call's new outside tensors with the run (starting one if needed).
 fn adopt_externals(state: &mut Runtime, new: &[u64]) -> Result<()> {
-    let run = state.tracer.run.get_or_insert_with(Run::new);
+    let run = state.deferred.run.get_or_insert_with(Run::new);
     for &id in new {
         let handle = state.tensors.handle(id)?.share(&state.status)?;
         run.by_id.insert(id, Ref::Feed(run.externals.len() as u32));
@@ -411,10 +413,10 @@ fn defer(
     new: Vec<u64>,
     io: &mut [f64],
 ) -> Result<u32> {
-    io::check_room(&state.tracer.trie[child as usize].outputs, io)?;
+    io::check_room(&state.deferred.trie[child as usize].outputs, io)?;
     adopt_externals(state, &new)?;
-    let tracer = &mut state.tracer;
-    let run = tracer.run.as_mut().ok_or_else(no_run)?;
+    let deferred = &mut state.deferred;
+    let run = deferred.run.as_mut().ok_or_else(no_run)?;
     let first_deferred = run.first_deferred_depth();
     let mut sources = Vec::with_capacity(ids.len());
     for &id in ids {
@@ -430,7 +432,7 @@ fn defer(
             Ref::Node { .. } => Source::Ready(state.tensors.handle(id)?.share(&state.status)?),
         });
     }
-    let node = &tracer.trie[child as usize];
+    let node = &deferred.trie[child as usize];
     let depth = run.nodes.len() as u32;
     let mut output_ids = Vec::with_capacity(node.outputs.len());
     let mut at = 0;
@@ -452,7 +454,7 @@ fn defer(
         output_ids,
     });
     run.nodes.push(child);
-    tracer.counters.deferred_ops += 1;
+    deferred.counters.deferred_ops += 1;
     Ok(node.outputs.len() as u32)
 }
 
@@ -478,7 +480,7 @@ fn run_now(
     adopt_externals(state, &new)?;
     run_deferred(state, plans)?;
     let plan = match &at {
-        TrieStep::Follow(child) => state.tracer.trie[*child as usize].plan,
+        TrieStep::Follow(child) => state.deferred.trie[*child as usize].plan,
         TrieStep::Learn(key) => key.plan,
     };
     eager::run_ids(state, &plans[plan as usize], ids, room)?;
@@ -488,7 +490,7 @@ fn run_now(
             Some(child) => child,
             None => {
                 // Not a dtype the binding knows: leave the op out of the run.
-                state.tracer.run = None;
+                state.deferred.run = None;
                 return io::write_outputs(state, io);
             }
         },
@@ -514,14 +516,14 @@ fn learn(state: &mut Runtime, ids: &[u64], key: StepKey) -> Result<Option<u32>> 
             dims: dims.as_slice().into(),
         });
     }
-    let tracer = &mut state.tracer;
-    let run = tracer.run.as_ref().ok_or_else(no_run)?;
+    let deferred = &mut state.deferred;
+    let run = deferred.run.as_ref().ok_or_else(no_run)?;
     let inputs = ids
         .iter()
         .map(|&id| input_ref(run, id))
         .collect::<Result<Vec<_>>>()?;
-    let child = tracer.trie.len() as u32;
-    tracer.trie.push(TrieNode {
+    let child = deferred.trie.len() as u32;
+    deferred.trie.push(TrieNode {
         plan: key.plan,
         inputs: inputs.into(),
         outputs: outputs.into(),
@@ -530,13 +532,13 @@ fn learn(state: &mut Runtime, ids: &[u64], key: StepKey) -> Result<Option<u32>> 
         on_long_run: false,
         compiled: Vec::new(),
     });
-    tracer.children.insert(key, child);
+    deferred.children.insert(key, child);
     Ok(Some(child))
 }
 
 /// Adds trie node `child` to the run, its outputs being the `count` tensors made last.
 fn extend_run(state: &mut Runtime, child: u32, count: u32) -> Result<()> {
-    let run = state.tracer.run.as_mut().ok_or_else(no_run)?;
+    let run = state.deferred.run.as_mut().ok_or_else(no_run)?;
     let depth = run.nodes.len() as u32;
     let last = state.tensors.last_id();
     for j in 0..count as u64 {
@@ -554,11 +556,11 @@ fn extend_run(state: &mut Runtime, child: u32, count: u32) -> Result<()> {
 
 /// Ends the run: counts it at its last op and computes what its held outputs need.
 pub fn end_run(state: &mut Runtime, plans: &[PreparedOp], in_background: bool) -> Result<()> {
-    let Some(mut run) = state.tracer.run.take() else {
+    let Some(mut run) = state.deferred.run.take() else {
         return Ok(());
     };
     let end = run.node();
-    let trie = &mut state.tracer.trie;
+    let trie = &mut state.deferred.trie;
     trie[end as usize].ends += 1;
     if run.nodes.len() >= MIN_COMPILED_LENGTH && !trie[end as usize].on_long_run {
         // Marking whole paths from the root keeps every ancestor of a marked node marked.
@@ -566,7 +568,7 @@ pub fn end_run(state: &mut Runtime, plans: &[PreparedOp], in_background: bool) -
             trie[node as usize].on_long_run = true;
         }
     }
-    let node = &state.tracer.trie[end as usize];
+    let node = &state.deferred.trie[end as usize];
     let result = if run.deferred.is_empty() {
         Ok(())
     } else if run.all_deferred
@@ -580,12 +582,12 @@ pub fn end_run(state: &mut Runtime, plans: &[PreparedOp], in_background: bool) -
     } else if run.all_deferred {
         let start = Instant::now();
         let replayed = replay(state, plans, &mut run);
-        state.tracer.trie[end as usize].replayed += start.elapsed();
+        state.deferred.trie[end as usize].replayed += start.elapsed();
         replayed
     } else {
         replay(state, plans, &mut run)
     };
-    if state.tracer.trie.len() >= MAX_TRIE_NODES {
+    if state.deferred.trie.len() >= MAX_TRIE_NODES {
         start_over(state);
     }
     result
@@ -593,11 +595,11 @@ pub fn end_run(state: &mut Runtime, plans: &[PreparedOp], in_background: bool) -
 
 /// Runs the run's deferred ops one by one, leaving the run open.
 fn run_deferred(state: &mut Runtime, plans: &[PreparedOp]) -> Result<()> {
-    let Some(mut run) = state.tracer.run.take() else {
+    let Some(mut run) = state.deferred.run.take() else {
         return Ok(());
     };
     let result = replay(state, plans, &mut run);
-    state.tracer.run = Some(run);
+    state.deferred.run = Some(run);
     result
 }
 
@@ -686,19 +688,19 @@ fn run_compiled(
         return Ok(());
     }
     let end = run.node() as usize;
-    let known = state.tracer.trie[end]
+    let known = state.deferred.trie[end]
         .compiled
         .iter()
         .position(|c| c.live == live);
     let index = match known {
         Some(index) => index,
         None => {
-            let graph = if state.tracer.counters.compiled_runs < MAX_COMPILED_RUNS {
+            let graph = if state.deferred.counters.compiled_runs < MAX_COMPILED_RUNS {
                 compile(state, plans, run, &live).ok().map(Arc::new)
             } else {
                 None
             };
-            let compiled = &mut state.tracer.trie[end].compiled;
+            let compiled = &mut state.deferred.trie[end].compiled;
             compiled.push(Compiled {
                 live,
                 graph,
@@ -707,18 +709,18 @@ fn run_compiled(
             compiled.len() - 1
         }
     };
-    let Some(graph) = state.tracer.trie[end].compiled[index].graph.clone() else {
+    let Some(graph) = state.deferred.trie[end].compiled[index].graph.clone() else {
         return replay(state, plans, run);
     };
     if !in_background
         && !graph.has_run()
         && state.executor.enabled
-        && elements_per_op(&state.tracer.trie, run) <= u64::from(MAX_SET_UP_ELEMENTS_PER_OP)
+        && elements_per_op(&state.deferred.trie, run) <= u64::from(MAX_SET_UP_ELEMENTS_PER_OP)
     {
         // Its first run would cost this thread more than replaying the ops: it runs on the
         // executor (fed this run's inputs, its outputs dropped), and the run replays. Later
         // runs take the graph once that first run is done, and replay until then.
-        let compiled = &mut state.tracer.trie[end].compiled[index];
+        let compiled = &mut state.deferred.trie[end].compiled[index];
         if !compiled.set_up_queued {
             compiled.set_up_queued = true;
             let feeds = job_feeds(run, &state.status)?;
@@ -728,7 +730,7 @@ fn run_compiled(
         }
         return replay(state, plans, run);
     }
-    let compiled = &state.tracer.trie[end].compiled[index];
+    let compiled = &state.deferred.trie[end].compiled[index];
     if in_background {
         let feeds = job_feeds(run, &state.status)?;
         let job = state
@@ -736,12 +738,12 @@ fn run_compiled(
             .submit(CompiledGraph::run_work(graph, feeds))?;
         // The run is all deferred: depth `d` is the run's `d`th trie node, which knows the shapes.
         for (k, (&id, &(depth, output))) in live_ids.iter().zip(&compiled.live).enumerate() {
-            let node = &state.tracer.trie[run.nodes[depth as usize] as usize];
+            let node = &state.deferred.trie[run.nodes[depth as usize] as usize];
             let spec = node.outputs[output as usize].clone();
             state.tensors.make_pending(id, job.clone(), k, spec);
         }
         run.deferred.clear();
-        state.tracer.counters.graph_runs += 1;
+        state.deferred.counters.graph_runs += 1;
         return Ok(());
     }
     let feeds: Vec<&TensorHandle> = run.externals.iter().collect();
@@ -753,7 +755,7 @@ fn run_compiled(
         state.tensors.fill(id, handle);
     }
     run.deferred.clear();
-    state.tracer.counters.graph_runs += 1;
+    state.deferred.counters.graph_runs += 1;
     Ok(())
 }
 
@@ -783,7 +785,7 @@ fn compile(
     run: &Run,
     live: &[(u32, u32)],
 ) -> Result<CompiledGraph> {
-    let tracer = &state.tracer;
+    let deferred = &state.deferred;
     let feeds = run
         .externals
         .iter()
@@ -793,7 +795,7 @@ fn compile(
     let needed = needed_ops(run, &state.tensors);
     let steps = run.nodes.iter().zip(&needed).map(|(&node, &needed)| {
         needed.then(|| {
-            let trie_node = &tracer.trie[node as usize];
+            let trie_node = &deferred.trie[node as usize];
             NodeOp::new(&plans[trie_node.plan as usize], trie_node.inputs.to_vec())
         })
     });
@@ -805,14 +807,14 @@ fn compile(
         })
         .collect();
     let graph = CompiledGraph::build(&feeds, steps, &fetches, &state.status)?;
-    state.tracer.counters.compiled_runs += 1;
+    state.deferred.counters.compiled_runs += 1;
     Ok(graph)
 }
 
 /// Forgets every learned run, with the sessions of the compiled ones.
 fn start_over(state: &mut Runtime) {
-    let tracer = &mut state.tracer;
-    tracer.trie = vec![root_node()];
-    tracer.children.clear();
-    tracer.run = None;
+    let deferred = &mut state.deferred;
+    deferred.trie = vec![root_node()];
+    deferred.children.clear();
+    deferred.run = None;
 }

@@ -7,6 +7,7 @@
 //! Its outputs reach JS in the io format (`io`).
 
 mod background;
+mod cluster;
 pub mod deferred;
 mod eager;
 mod io;
@@ -26,7 +27,7 @@ use crate::tf::context::Context;
 use crate::tf::handle::TensorHandle;
 use crate::tf::status::Status;
 use crate::tf::warm_up;
-use deferred::Tracer;
+use deferred::DeferredRuns;
 
 /// Buffers reused by every call, so the hot path does not allocate: an op's outputs (filled by
 /// the op's run, read by the io writer and by deferred runs), their dims, and dtype names read
@@ -44,7 +45,7 @@ pub struct Runtime {
     /// First: the jobs its promises wait on hold tensors of the context.
     pub executor: Executor,
     /// Before `tensors`: a run being recorded holds handles of the context.
-    pub tracer: Tracer,
+    pub deferred: DeferredRuns,
     pub tensors: TensorTable,
     /// Before `tensors` and `context`, whose handles the call graphs hold.
     pub calls: CallGraphs,
@@ -77,7 +78,7 @@ impl Runtime {
         }
         Ok(Runtime {
             executor,
-            tracer: Tracer::new(),
+            deferred: DeferredRuns::new(),
             tensors: TensorTable::default(),
             calls: CallGraphs::default(),
             single_ops: SingleOps::default(),
@@ -115,7 +116,7 @@ impl Runtime {
     pub fn shut_down(&mut self) {
         self.executor.shut_down();
         self.scratch.outputs.clear();
-        self.tracer.clear();
+        self.deferred.clear();
         self.calls.clear();
         self.single_ops.clear();
         self.tensors.clear();

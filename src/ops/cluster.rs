@@ -1,0 +1,83 @@
+//! Changing the context under the runtime: joining a cluster, collective ops, a device scope.
+//! Work in flight is finished first, and cached ops dropped: they belong to the context's
+//! devices before the change.
+
+use std::ffi::CString;
+
+use super::Runtime;
+use crate::error::Result;
+use crate::op_plan::PreparedOp;
+use crate::tf::dtype::Layout;
+use crate::tf::handle::TensorHandle;
+
+impl Runtime {
+    /// Makes the context a client of the cluster in `server_def`, which names this client as
+    /// its own task, `local_task`; tensors on other tasks' devices are forgotten
+    /// (`forget_remote_state`).
+    pub fn connect_to_cluster(
+        &mut self,
+        plans: &[PreparedOp],
+        server_def: &[u8],
+        local_task: &str,
+        timeout_ms: i64,
+    ) -> Result<()> {
+        self.before_context_change(plans)?;
+        self.forget_remote_state()?;
+        self.context
+            .set_server_def(server_def, local_task, timeout_ms, &self.status)
+    }
+
+    /// Starts this task's server in the context for collective ops across the cluster in
+    /// `server_def`.
+    pub fn enable_collective_ops(&mut self, plans: &[PreparedOp], server_def: &[u8]) -> Result<()> {
+        self.before_context_change(plans)?;
+        self.context.enable_collective_ops(server_def, &self.status)
+    }
+
+    /// Places every eager op from now on on `device` (`None`: TF places them), once the
+    /// deferred run in progress has run where its ops were issued.
+    pub fn set_device_scope(
+        &mut self,
+        plans: &[PreparedOp],
+        device: Option<CString>,
+    ) -> Result<()> {
+        self.finish_all_work(plans)?;
+        self.context.set_device_scope(device);
+        Ok(())
+    }
+
+    fn before_context_change(&mut self, plans: &[PreparedOp]) -> Result<()> {
+        self.finish_all_work(plans)?;
+        self.ops.clear();
+        Ok(())
+    }
+
+    /// Readies the tensors for a new cluster. Tensors on other tasks' devices are dropped
+    /// (their ids stay, as tensors not computed): TF replaces the remote devices, and reading
+    /// such a tensor afterwards crashes the process. This process's own tensors get fresh
+    /// handles over the same memory: TF's handles cache their copies on remote devices by an op
+    /// id that the new cluster's remote contexts hand out again, so a kept handle would feed
+    /// another tensor's values to remote ops. Opaque handles (resources, variants) stay.
+    fn forget_remote_state(&mut self) -> Result<()> {
+        // Ids count up from 1 and are never reused; connecting is rare, so a scan serves.
+        for id in 1..=self.tensors.last_id() {
+            let Ok(handle) = self.tensors.handle(id) else {
+                continue;
+            };
+            let local = handle
+                .device_name(true, &self.status)
+                .is_ok_and(|device| self.context.is_local(&device));
+            if !local {
+                drop(self.tensors.take_handle(id));
+            } else if handle
+                .dtype()
+                .is_ok_and(|dtype| dtype.layout != Layout::Opaque)
+            {
+                let fresh =
+                    TensorHandle::from_tensor(&handle.resolve(&self.status)?, &self.status)?;
+                self.tensors.fill(id, fresh);
+            }
+        }
+        Ok(())
+    }
+}
