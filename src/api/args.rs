@@ -36,6 +36,11 @@ pub fn integer(js: Js, value: Value, what: &str) -> Result<i64> {
             js.type_of(value)?.name()
         )));
     };
+    integer_of_number(n, what)
+}
+
+/// `n` as an integer, refused unless a JS number holds it exactly.
+fn integer_of_number(n: f64, what: &str) -> Result<i64> {
     if n.fract() != 0.0 || !n.is_finite() || n.abs() > MAX_SAFE_INTEGER {
         return Err(Error::Range(format!("{what} must be an integer, got {n}")));
     }
@@ -125,12 +130,7 @@ pub fn tensor_id(js: Js, value: Value, what: &str) -> Result<u64> {
 
 /// A tensor id as an io array (a `Float64Array`) holds it, bounded as `tensor_id` bounds it.
 pub fn tensor_id_of_number(id: f64, what: &str) -> Result<u64> {
-    if id.fract() != 0.0 || !id.is_finite() || id.abs() > MAX_SAFE_INTEGER {
-        return Err(Error::Range(format!(
-            "{what} must be a tensor id, got {id}"
-        )));
-    }
-    id_from_integer(id as i64, what)
+    id_from_integer(integer_of_number(id, what)?, what)
 }
 
 fn id_from_integer(id: i64, what: &str) -> Result<u64> {
