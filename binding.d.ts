@@ -265,10 +265,7 @@ export declare function runPreparedOp(prepared: number, io: Float64Array, numInp
 
 /**
  * `runSavedModel(id, inputIds, inputNames, outputNames)` → `[{id, shape, dtype}]`. Names are
- * graph tensors (`op:index`, or `op` for index 0). Each input is checked against the graph's
- * dtype before TF sees it. Shapes are TF's to check: a session feeds a placeholder any shape
- * (the static shape is a hint the Python client enforces, not the runtime), and tfjs-node
- * programs rely on that.
+ * graph tensors (see `SessionRun`).
  */
 export declare function runSavedModel(id: unknown, inputIds: unknown, inputNames: unknown, outputNames: unknown): unknown
 

@@ -17,6 +17,9 @@ pub struct EnvState {
     pub runtime: Runtime,
     pub prepared_ops: Vec<PreparedOp>,
     pub sharing: Sharing,
+    /// Strings read from JS (dtype names), into one buffer so that reading one allocates
+    /// nothing.
+    pub text: Vec<u8>,
 }
 
 impl EnvState {
@@ -34,16 +37,6 @@ impl EnvState {
         js.with_env_data(EnvState::new, body)
     }
 
-    /// Makes `id` hold its tensor (`Runtime::settle`).
-    pub fn settle(&mut self, id: u64) -> Result<()> {
-        self.runtime.settle(&self.prepared_ops, id)
-    }
-
-    /// Makes sure `id` will hold its tensor without waiting (`Runtime::settle_in_background`).
-    pub fn settle_in_background(&mut self, id: u64) -> Result<()> {
-        self.runtime.settle_in_background(&self.prepared_ops, id)
-    }
-
     fn new(js: Js) -> Result<EnvState> {
         crate::kernels::register();
         crate::allocator::return_large_blocks_to_system();
@@ -52,6 +45,7 @@ impl EnvState {
             runtime: Runtime::new(js)?,
             prepared_ops: Vec::new(),
             sharing: Sharing::new(js)?,
+            text: Vec::new(),
         })
     }
 }

@@ -3,8 +3,9 @@
 //! Layers, each using only those below it:
 //! - `api/`: the exported functions: they convert arguments and results, and call the layers
 //!   below through `env_state` (the per-env state, in parts borrowed apart).
-//! - `ops/`: running op calls, the one path from `api/` to TF: checked prepared ops, each run
-//!   eagerly, deferred into a graph run (`ops::deferred`), or queued on the executor.
+//! - `ops/`: the op runtime (`ops::Runtime`, its parts private), the one path from `api/` to
+//!   TF: checked prepared ops, each run eagerly, deferred into a graph run, or queued on the
+//!   executor; call graphs, SavedModel runs, tensors, jobs and the context's changes.
 //! - `op_cache`: eager op objects and op definitions' checks, reused; `sharing`: JS memory ↔ TF
 //!   memory without copies, and the counts of both.
 //! - `tensor_table`: the tensors JS holds ids for; `graphs/`: graphs of prepared ops run as one

@@ -1,4 +1,5 @@
-//! The env's loaded SavedModel sessions, shared by (directory, tags) and counted by reference.
+//! The env's loaded SavedModel sessions, shared by (directory, tags) and counted by reference,
+//! and what a run of one names: graph tensors fed and fetched.
 
 use std::collections::HashMap;
 use std::ffi::CString;
@@ -6,8 +7,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::tf::session::Session;
+use crate::tf::dtype::DType;
+use crate::tf::handle::TensorHandle;
+use crate::tf::session::{Port, Session};
 use crate::tf::status::Status;
+use crate::tf::tensor::Tensor;
 
 struct Entry {
     key: (PathBuf, Vec<String>),
@@ -96,4 +100,105 @@ impl SavedModels {
 
 fn missing(id: u64) -> Error {
     Error::Invalid(format!("SavedModel session {id} is unknown or was deleted"))
+}
+
+/// The graph tensors a run of a session feeds and fetches, by name (`op:index`, or `op` for
+/// index 0). Shapes are TF's to check: a session feeds a placeholder any shape (the static
+/// shape is a hint the Python client enforces, not the runtime), and tfjs-node programs rely
+/// on that; dtypes are checked here, before TF sees them.
+pub struct SessionRun {
+    pub inputs: Vec<String>,
+    pub outputs: Vec<String>,
+}
+
+impl SessionRun {
+    /// Input `name`'s port.
+    pub fn input<'s>(session: &'s Session, name: &str) -> Result<Port<'s>> {
+        port(session, name, "input")
+    }
+
+    /// Input `name`'s port, refusing a tensor of another dtype (TF code `got`) than the graph's.
+    pub fn checked_input<'s>(session: &'s Session, name: &str, got: i32) -> Result<Port<'s>> {
+        let port = Self::input(session, name)?;
+        let want = session.port_dtype(port);
+        if want != got {
+            return Err(Error::Type(format!(
+                "input '{name}' must be a {} tensor, got {}",
+                dtype_label(want),
+                dtype_label(got)
+            )));
+        }
+        Ok(port)
+    }
+
+    /// Refuses output names the graph does not have.
+    pub fn check_outputs(&self, session: &Session) -> Result<()> {
+        self.outputs
+            .iter()
+            .try_for_each(|name| port(session, name, "output").map(drop))
+    }
+
+    /// Runs `session` on `feeds`, fetching the outputs.
+    pub fn run(
+        &self,
+        session: &Session,
+        feeds: &[(Port<'_>, Tensor)],
+        status: &Status,
+    ) -> Result<Vec<TensorHandle>> {
+        let fetches = self
+            .outputs
+            .iter()
+            .map(|name| port(session, name, "output"))
+            .collect::<Result<Vec<_>>>()?;
+        let inputs: Vec<(Port, &Tensor)> = feeds.iter().map(|(p, t)| (*p, t)).collect();
+        let results = session
+            .run(&inputs, &fetches, status)
+            .map_err(|e| e.context("runSavedModel"))?;
+        results
+            .iter()
+            .map(|t| TensorHandle::from_tensor(t, status))
+            .collect()
+    }
+}
+
+/// Splits `op:index` (index 0 when absent or not a number).
+fn split_name(name: &str) -> (&str, i32) {
+    match name.rsplit_once(':') {
+        Some((op, index)) => match index.parse::<i32>() {
+            Ok(i) => (op, i),
+            Err(_) => (name, 0),
+        },
+        None => (name, 0),
+    }
+}
+
+fn port<'s>(session: &'s Session, name: &str, role: &str) -> Result<Port<'s>> {
+    let (op, index) = split_name(name);
+    let op_c = CString::new(op)
+        .map_err(|_| Error::Type(format!("{role} name '{name}' contains a NUL character")))?;
+    session.port(&op_c, index).ok_or_else(|| {
+        Error::Invalid(format!(
+            "the SavedModel graph has no {role} tensor '{name}'"
+        ))
+    })
+}
+
+fn dtype_label(code: i32) -> String {
+    DType::from_tf_code(code).map_or_else(|| format!("TF dtype {code}"), |d| d.name.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_name;
+
+    #[test]
+    fn names_split_at_the_last_colon() {
+        assert_eq!(split_name("serving_default_x:0"), ("serving_default_x", 0));
+        assert_eq!(
+            split_name("StatefulPartitionedCall:2"),
+            ("StatefulPartitionedCall", 2)
+        );
+        assert_eq!(split_name("plain"), ("plain", 0));
+        assert_eq!(split_name("a:b"), ("a:b", 0));
+    }
 }

@@ -24,6 +24,13 @@ const RESULT_CAST = {
   complex128: 'complex64',
 };
 
+/**
+ * Result dtypes whose values RESULT_CAST may change (beyond float rounding): where a value
+ * must come back as it is (SavedModel outputs), these are checked value by value (int64) or
+ * refused, never cast.
+ */
+const NARROWING = new Set(['int64', 'uint32', 'uint64', 'complex128']);
+
 /** TF's DataType enum (types.proto): its names by number, as protobufs hold them. */
 const TF_DTYPE_NAMES = [
   'DT_INVALID', 'DT_FLOAT', 'DT_DOUBLE', 'DT_INT32', 'DT_UINT8', 'DT_INT16', 'DT_INT8',
@@ -50,4 +57,4 @@ function sizeOf(shape) {
   return size;
 }
 
-module.exports = {RESULT_CAST, TF_DTYPE_NAMES, upcastType, sizeOf};
+module.exports = {RESULT_CAST, NARROWING, TF_DTYPE_NAMES, upcastType, sizeOf};

@@ -1,9 +1,21 @@
 'use strict';
-// Runs TF ops through the binding's fast path: each distinct (op, attrs) pair is prepared once
-// (`prepareOp` reads and checks the attrs natively), and every later call passes only input ids
-// and receives output ids, dtypes and shapes through one Float64Array, so no JS objects cross
-// the boundary. Ops whose outputs could overflow that array, and attr combinations beyond the
-// cache's bound, take the plain `executeOp` path.
+// Runs TF work through the binding's fast path, and is the one user of its io array: each
+// distinct (op, attrs) pair is prepared once (`prepareOp` reads and checks the attrs natively),
+// and every later call passes only input ids and receives output ids, dtypes and shapes through
+// one Float64Array, so no JS objects cross the boundary. Ops whose outputs could overflow that
+// array, and attr combinations beyond the cache's bound, take the plain `executeOp` path.
+// Whole calls compiled into graphs (js/graphs/) run through it too.
+//
+// While a call is recorded as a graph (js/graphs/recording.js: `startRecording`), the runner
+// and the backend report to the recording what the call does. The recording's side of it:
+//   ahead                      non-null while the call runs ahead of TF (its ops not run)
+//   opAhead(op, det, inputIds) outputs of an op recorded without running it, or null
+//   op(op, det, inputIds, outs) an op that ran
+//   fail(reason)               something that rules a graph out
+//   created(id, shape, dtype, data), wrote(rec), read(rec), readId(id)
+//                              tensors made from JS data, and reads of values
+//   freeReserved(id)           whether `id`, reserved for running ahead, is the recording's
+//                              to delete
 
 /** Prepared (op, attrs) pairs kept per backend; beyond this, calls use executeOp. */
 const MAX_PREPARED = 4096;
@@ -19,18 +31,18 @@ class OpRunner {
     this.dtypeNames = binding.dtypeNames();
     /** `op|attrs` key -> prepared id. */
     this.byKey = new Map();
-    /** The call being recorded as a graph (js/graphs/recording.js), or null; while it runs
-     * ahead of TF, its ops are recorded instead of run. */
+    /** The call being recorded as a graph (see the header), or null; read, never set, outside
+     * this class. */
     this.recording = null;
+    /** Elements per op up to which a call graph's first run is queued ahead of need. */
+    this.maxSetUpElementsPerOp = binding.MAX_SET_UP_ELEMENTS_PER_OP;
     /** Prepared id -> whether the op is deterministic, for recordings. */
     this.deterministic = [];
   }
 
   /** Runs `opName` and returns its outputs as `[{id, shape, dtype}]`. Throws the binding's errors. */
   run(opName, attrs, inputIds, numOutputs) {
-    const io = this.io;
-    const inputs = inputIds.length;
-    const prepared = inputs <= IO_LENGTH && numOutputs * OUTPUT_ROOM <= IO_LENGTH ?
+    const prepared = inputIds.length <= IO_LENGTH && numOutputs * OUTPUT_ROOM <= IO_LENGTH ?
         this.prepared(opName, attrs) : -1;
     if (prepared < 0) {
       if (this.recording !== null) this.recording.fail(`${opName} takes the slow path`);
@@ -41,10 +53,25 @@ class OpRunner {
       const outs = recording.opAhead(prepared, this.isDeterministic(prepared), inputIds);
       if (outs !== null) return outs;
     }
-    for (let i = 0; i < inputs; i++) io[i] = inputIds[i];
-    const outs = this.readOutputs(this.binding.runPreparedOp(prepared, io, inputs, numOutputs));
+    const outs = this.runPrepared(prepared, inputIds, numOutputs);
     if (recording !== null) recording.op(prepared, this.isDeterministic(prepared), inputIds, outs);
     return outs;
+  }
+
+  /** Runs prepared op `prepared` on native `inputIds`; returns its outputs. */
+  runPrepared(prepared, inputIds, numOutputs) {
+    const inputs = this.writeIds(inputIds);
+    return this.readOutputs(this.binding.runPreparedOp(prepared, this.io, inputs, numOutputs));
+  }
+
+  /** Reports what the backend does to `recording` until `stopRecording`. */
+  startRecording(recording) {
+    if (this.recording !== null) throw new Error('a call is being recorded already');
+    this.recording = recording;
+  }
+
+  stopRecording() {
+    this.recording = null;
   }
 
   /** Whether prepared op `id` is deterministic (`preparedOpIsDeterministic`), asked once. */
@@ -55,6 +82,69 @@ class OpRunner {
       this.deterministic[id] = known;
     }
     return known;
+  }
+
+  /** Writes `ids` at the start of `io`; returns their count. */
+  writeIds(ids) {
+    const io = this.io;
+    const count = ids.length;
+    if (count > io.length) throw new RangeError(`at most ${io.length} ids fit the io array`);
+    for (let i = 0; i < count; i++) io[i] = ids[i];
+    return count;
+  }
+
+  // ------------------------------------------------- whole calls as graphs (js/graphs/)
+
+  /**
+   * Compiles a recorded call into one graph; returns its id. `fedIds`: tensors each call feeds
+   * anew; `fixedIds`: tensors every call uses as they are now.
+   */
+  compileCall(ops, fedIds, fixedIds, fetches) {
+    return this.binding.compileCall(ops, fedIds, fixedIds, fetches);
+  }
+
+  /** Runs call graph `id` fed native `feedIds`; returns its outputs as `[{id, shape, dtype}]`. */
+  runCall(id, feedIds) {
+    return this.readOutputs(this.binding.runCall(id, this.io, this.writeIds(feedIds)));
+  }
+
+  /** Queues call graph `id`'s first run, fed `feedIds`, ahead of need; false without an executor. */
+  warmUpCall(id, feedIds) {
+    return this.binding.warmUpCall(id, this.io, this.writeIds(feedIds));
+  }
+
+  /** Whether call graph `id` may compute a call whose JS ran ahead of TF. */
+  callRunsAhead(id) {
+    return this.binding.callRunsAhead(id);
+  }
+
+  dropCall(id) {
+    this.binding.dropCall(id);
+  }
+
+  /** `count` consecutive ids with no tensor yet, for ops run ahead of TF; returns the first. */
+  reserveTensors(count) {
+    return this.binding.reserveTensors(count);
+  }
+
+  /** Fills reserved ids with computed tensors (`computed`: reserved id -> computed id). */
+  fillTensors(computed) {
+    const io = this.io;
+    let pairs = 0;
+    for (const [reserved, id] of computed) {
+      io[2 * pairs] = reserved;
+      io[2 * pairs + 1] = id;
+      if (++pairs * 2 === io.length) {
+        this.binding.fillTensors(io, pairs);
+        pairs = 0;
+      }
+    }
+    if (pairs > 0) this.binding.fillTensors(io, pairs);
+  }
+
+  /** Deletes native tensor `id` with no owner check (ids of a recording's own). */
+  deleteTensor(id) {
+    this.binding.deleteTensor(id);
   }
 
   /**

@@ -336,6 +336,17 @@ class TensorFlowBackend extends tfc.KernelBackend {
     return this.binding.runSavedModel(id, inputIds, inputNames, outputNames);
   }
 
+  /**
+   * `runSavedModel` on the executor thread: the JS thread is free until the outputs exist.
+   * Inputs and names are checked at the call; TF's errors of the run reject the promise.
+   */
+  async runSavedModelAsync(id, inputIds, inputNames, outputNames) {
+    this.notRecordable('runs a SavedModel');
+    const job = this.binding.runSavedModelInBackground(id, inputIds, inputNames, outputNames);
+    await this.binding.whenJobDone(job);
+    return this.binding.takeJobOutputs(job);
+  }
+
   deleteSavedModel(id) {
     this.binding.deleteSavedModel(id);
   }
@@ -343,6 +354,43 @@ class TensorFlowBackend extends tfc.KernelBackend {
   /** Distinct SavedModel sessions loaded (models sharing a session count once). */
   getNumOfSavedModels() {
     return this.binding.getNumOfSavedModels();
+  }
+
+  // ---------------------------------------------------------------- the runtime and the cluster
+
+  /** Pauses deferred runs of ops (or resumes them): ops run at once while paused. */
+  pauseDeferring(paused) {
+    this.binding.pauseDeferring(paused);
+  }
+
+  /** Starts TF's gRPC server in this process for the cluster in `serverDef` (bytes). */
+  startServer(serverDef) {
+    return this.binding.startServer(serverDef);
+  }
+
+  /** Makes the context a client of the cluster in `serverDef`, as task `localTask`. */
+  connectToCluster(serverDef, localTask, timeoutMs) {
+    this.binding.connectToCluster(serverDef, localTask, timeoutMs);
+  }
+
+  /** Starts this task's server in the context for collective ops across `serverDef`'s cluster. */
+  enableCollectiveOps(serverDef) {
+    this.binding.enableCollectiveOps(serverDef);
+  }
+
+  /** The devices the context can place ops on: `[{name, deviceType}]`. */
+  listDevices() {
+    return this.binding.listDevices();
+  }
+
+  /** Places every op from now on on `device` (null: TF places them). */
+  setDeviceScope(device) {
+    this.binding.setDeviceScope(device);
+  }
+
+  /** The device that ran the op producing native tensor `id` (`backing`: that holds it). */
+  tensorDevice(id, backing) {
+    return this.binding.tensorDevice(id, backing);
   }
 
   async time(f) {

@@ -51,8 +51,8 @@ const stats = {compiled: 0, replays: 0, recordings: 0, ranAhead: 0, fromFirstCal
   eagerKeys: 0, lastFailure: null};
 
 /** Frees a cache's graphs when the cache (its model or function) is collected. */
-const graphsOfCollected = new FinalizationRegistry(({binding, ids}) => {
-  for (const id of ids) binding.dropCall(id);
+const graphsOfCollected = new FinalizationRegistry(({runner, ids}) => {
+  for (const id of ids) runner.dropCall(id);
 });
 
 class CallGraphs {
@@ -66,7 +66,7 @@ class CallGraphs {
     this.trusts = trusts;
     this.entries = new Map();
     /** Call graph ids alive, shared with the finalizer. */
-    this.held = {binding: null, ids: new Set()};
+    this.held = {runner: null, ids: new Set()};
   }
 
   /**
@@ -111,8 +111,8 @@ class CallGraphs {
     const speculative = previous !== null ? previous.speculative : null;
     if (speculative !== null && speculative.runsAhead) recording.runAhead(previous.call);
     const before = sideEffects ? sideEffects.read() : undefined;
-    backend.ops.recording = recording;
-    backend.binding.pauseDeferring(true);
+    backend.ops.startRecording(recording);
+    backend.pauseDeferring(true);
     let result;
     let call;
     try {
@@ -126,8 +126,8 @@ class CallGraphs {
       recording.release();
       throw e;
     } finally {
-      backend.ops.recording = null;
-      backend.binding.pauseDeferring(false);
+      backend.ops.stopRecording();
+      backend.pauseDeferring(false);
     }
     if (call === null) {
       recording.release();
@@ -201,7 +201,7 @@ class CallGraphs {
   speculate(backend, call) {
     const id = this.compile(backend, call);
     if (typeof id !== 'number') return null;
-    const runsAhead = backend.binding.callRunsAhead(id);
+    const runsAhead = backend.ops.callRunsAhead(id);
     return this.setUp(backend, id, call) ? {id, runsAhead} : null;
   }
 
@@ -212,10 +212,10 @@ class CallGraphs {
    * gone (a disposed variable): a call of the key will differ.
    */
   setUp(backend, id, call) {
-    const perOp = backend.binding.MAX_SET_UP_ELEMENTS_PER_OP;
+    const perOp = backend.ops.maxSetUpElementsPerOp;
     if (call.elements > perOp * call.ops.length) return true;
     try {
-      backend.binding.warmUpCall(id, backend.ops.io, writeFeeds(backend, call));
+      backend.ops.warmUpCall(id, feedIds(backend, call));
       return true;
     } catch (e) {
       this.dropId(id);
@@ -229,9 +229,7 @@ class CallGraphs {
    * outputs, then of the variables' new values.
    */
   computeAhead(backend, id, call) {
-    const runner = backend.ops;
-    const outs = runner.readOutputs(
-        backend.binding.runCall(id, runner.io, writeFeeds(backend, call)));
+    const outs = backend.ops.runCall(id, feedIds(backend, call));
     if (!computedAsRecorded(outs, call.outputs, call.assigned.map((a) => a.variable))) {
       for (const out of outs) backend.free(out);
       throw new Error('the graph computed other shapes than the call ran ahead with');
@@ -264,14 +262,14 @@ class CallGraphs {
         .concat(call.assigned.map((a) => toNative(a.ref)));
     let id;
     try {
-      id = backend.binding.compileCall(
+      id = backend.ops.compileCall(
           call.ops.map(({op, inputs, outs}) => ({op, inputs: inputs.map(toNative),
                                                  shapes: outs.map((o) => o.shape)})),
           fed.map((o) => fedId(backend, o)), fixed.map((o) => o.fixed), fetches);
     } catch (e) {
       return e;
     }
-    this.held.binding = backend.binding;
+    this.held.runner = backend.ops;
     if (this.held.ids.size === 0) graphsOfCollected.register(this, this.held, this.held);
     this.held.ids.add(id);
     return id;
@@ -306,13 +304,12 @@ class CallGraphs {
       this.dropGraph(entry);
       return undefined;
     }
-    const runner = backend.ops;
-    const io = runner.io;
-    for (let k = 0; k < graph.fed.length; k++) {
+    const fed = new Array(graph.fed.length);
+    for (let k = 0; k < fed.length; k++) {
       const f = graph.fed[k];
-      io[k] = backend.idOf(f.input !== undefined ? inputs[f.input] : f.variable);
+      fed[k] = backend.idOf(f.input !== undefined ? inputs[f.input] : f.variable);
     }
-    const outs = runner.readOutputs(backend.binding.runCall(graph.id, io, graph.fed.length));
+    const outs = backend.ops.runCall(graph.id, fed);
     const n = graph.outputs.length;
     if (!computedAsRecorded(outs, graph.outputs, graph.assigned)) {
       // Shapes that depend on values: the recorded JS decided on others. Run it eagerly.
@@ -349,7 +346,7 @@ class CallGraphs {
 
   dropId(id) {
     this.held.ids.delete(id);
-    this.held.binding.dropCall(id);
+    this.held.runner.dropCall(id);
   }
 
   fail(entry, reason, final = false) {
@@ -425,14 +422,13 @@ function computedAsRecorded(outs, outputs, variables) {
   });
 }
 
-/** Writes the ids a graph of `call` is fed into the op runner's io; returns how many. */
-function writeFeeds(backend, call) {
-  const io = backend.ops.io;
-  let count = 0;
+/** The native ids a graph of `call` is fed, in feed order. */
+function feedIds(backend, call) {
+  const ids = [];
   for (const o of call.outside) {
-    if (o.fixed === undefined) io[count++] = fedId(backend, o);
+    if (o.fixed === undefined) ids.push(fedId(backend, o));
   }
-  return count;
+  return ids;
 }
 
 /**

@@ -213,7 +213,7 @@ class Recording {
   runAhead(expected) {
     let count = 0;
     for (const {outs} of expected.ops) count += outs.length;
-    const first = this.backend.binding.reserveTensors(count);
+    const first = this.backend.ops.reserveTensors(count);
     this.ahead = {expected, first, next: first, end: first + count, freed: []};
   }
 
@@ -270,19 +270,14 @@ class Recording {
     const ahead = this.ahead;
     if (ahead === null) return;
     this.ahead = null;
-    const binding = this.backend.binding;
     const runner = this.backend.ops;
-    const io = runner.io;
     const computed = new Map();
     const idOf = (ref) => ref.outside !== undefined ? this.outside[ref.outside] :
         computed.get(this.outOf(ref).id);
     let failed = true;
     try {
       for (const {op, inputs, outs} of this.ops) {
-        inputs.forEach((ref, i) => {
-          io[i] = idOf(ref);
-        });
-        const got = runner.readOutputs(binding.runPreparedOp(op, io, inputs.length, outs.length));
+        const got = runner.runPrepared(op, inputs.map(idOf), outs.length);
         got.forEach((out, j) => computed.set(outs[j].id, out.id));
         if (!got.every((out, j) => sameShape(out.shape, outs[j].shape))) {
           throw new Error('an op run ahead of TF computed another shape than it had before');
@@ -290,7 +285,7 @@ class Recording {
       }
       failed = false;
     } finally {
-      settleReserved(binding, io, ahead, computed);
+      settleReserved(runner, ahead, computed);
       if (failed) this.unassignUncomputed(ahead, computed);
     }
   }
@@ -324,15 +319,15 @@ class Recording {
   fillAhead(call, fetched) {
     const ahead = this.ahead;
     this.ahead = null;
-    const binding = this.backend.binding;
+    const runner = this.backend.ops;
     const computed = new Map();
     const ends = call.outputs.concat(call.assigned);
     ends.forEach(({ref}, k) => {
       const reserved = this.outOf(ref).id;
-      if (computed.has(reserved)) binding.deleteTensor(fetched[k]);
+      if (computed.has(reserved)) runner.deleteTensor(fetched[k]);
       else computed.set(reserved, fetched[k]);
     });
-    settleReserved(binding, this.backend.ops.io, ahead, computed);
+    settleReserved(runner, ahead, computed);
   }
 
   /** The call made native tensor `id` from JS `data`. */
@@ -569,22 +564,13 @@ function sameOutsideTensor(x, y) {
 }
 
 /**
- * Ends running ahead: fills reserved ids with computed ones (`computed`: reserved -> computed,
- * through `io`), then deletes those JS let go of and those no op took.
+ * Ends running ahead: fills reserved ids with computed ones (`computed`: reserved -> computed),
+ * then deletes those JS let go of and those no op took.
  */
-function settleReserved(binding, io, ahead, computed) {
-  let pairs = 0;
-  for (const [reserved, id] of computed) {
-    io[2 * pairs] = reserved;
-    io[2 * pairs + 1] = id;
-    if (++pairs * 2 === io.length) {
-      binding.fillTensors(io, pairs);
-      pairs = 0;
-    }
-  }
-  if (pairs > 0) binding.fillTensors(io, pairs);
-  for (const id of ahead.freed) binding.deleteTensor(id);
-  for (let id = ahead.next; id < ahead.end; id++) binding.deleteTensor(id);
+function settleReserved(runner, ahead, computed) {
+  runner.fillTensors(computed);
+  for (const id of ahead.freed) runner.deleteTensor(id);
+  for (let id = ahead.next; id < ahead.end; id++) runner.deleteTensor(id);
 }
 
 function sameWritten(a, b) {

@@ -63,8 +63,7 @@ async function join({cluster, jobName = 'worker', taskIndex, timeoutMs = DEFAULT
   // Joining the same group again is a no-op; another group, or after connectToCluster, the
   // binding refuses.
   if (membership !== null && membership.key === key) return membership;
-  const {binding} = tensorflowBackend(fn);
-  binding.enableCollectiveOps(
+  tensorflowBackend(fn).enableCollectiveOps(
       serverDef(jobs, jobName, taskIndex, `/job:${jobName}/replica:0/task:0`));
   membership = {key, taskIndex, groupSize: addresses.length, nextInstance: 1, timeoutMs};
   const deadline = Date.now() + timeoutMs;

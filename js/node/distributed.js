@@ -118,8 +118,8 @@ async function startServer({cluster, jobName = 'worker', taskIndex = 0} = {}) {
   const fn = 'tf.node.startServer';
   const jobs = checkCluster(cluster, fn);
   checkTask(jobs, jobName, taskIndex, fn);
-  const {binding} = tensorflowBackend(fn);
-  return new ClusterServer(binding.startServer(serverDef(jobs, jobName, taskIndex)), jobName,
+  const backend = tensorflowBackend(fn);
+  return new ClusterServer(backend.startServer(serverDef(jobs, jobName, taskIndex)), jobName,
                            taskIndex);
 }
 
@@ -160,7 +160,7 @@ async function connectToCluster(cluster, {timeoutMs = DEFAULT_TIMEOUT_MS, jobNam
   if (typeof timeoutMs !== 'number' || !(timeoutMs >= 1) || !Number.isFinite(timeoutMs)) {
     throw new RangeError(`${fn}: timeoutMs must be a positive number, got ${timeoutMs}`);
   }
-  const {binding} = tensorflowBackend(fn);
+  const backend = tensorflowBackend(fn);
   const own = address === undefined ? `127.0.0.1:${(await freePorts(1))[0]}` : address;
   const withClient = checkCluster({...cluster, [jobName]: [own]}, fn);
   const def = serverDef(withClient, jobName, 0);
@@ -170,7 +170,7 @@ async function connectToCluster(cluster, {timeoutMs = DEFAULT_TIMEOUT_MS, jobNam
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     try {
-      binding.connectToCluster(def, `/job:${jobName}/replica:0/task:0`,
+      backend.connectToCluster(def, `/job:${jobName}/replica:0/task:0`,
                                Math.max(1, deadline - Date.now()));
       return;
     } catch (e) {
@@ -182,7 +182,7 @@ async function connectToCluster(cluster, {timeoutMs = DEFAULT_TIMEOUT_MS, jobNam
 
 /** The devices this process can place ops on: `[{name, deviceType}]`, local and remote. */
 function listDevices() {
-  return tensorflowBackend('tf.node.listDevices').binding.listDevices();
+  return tensorflowBackend('tf.node.listDevices').listDevices();
 }
 
 /** Device names of the `withDevice` scopes entered, innermost last. */
@@ -202,16 +202,16 @@ function withDevice(device, fn) {
   }
   if (typeof fn !== 'function') throw new TypeError(`${name}: fn must be a function`);
   const backend = tensorflowBackend(name);
-  const {binding, ops} = backend;
   const outermost = scopes.length === 0;
   const env = tfc.env();
   const callGraphs = env.getBool(CALL_GRAPHS_FLAG);
   // A whole call being recorded cannot hold ops placed elsewhere: it stays eager.
-  if (ops.recording !== null) ops.recording.fail(`${name} places ops`);
-  const pause = outermost && ops.recording === null;
-  binding.setDeviceScope(device);
+  const recorded = backend.ops.recording !== null;
+  backend.notRecordable(`${name} places ops`);
+  const pause = outermost && !recorded;
+  backend.setDeviceScope(device);
   scopes.push(device);
-  if (pause) binding.pauseDeferring(true);
+  if (pause) backend.pauseDeferring(true);
   if (callGraphs) env.set(CALL_GRAPHS_FLAG, false);
   let result;
   try {
@@ -219,8 +219,8 @@ function withDevice(device, fn) {
   } finally {
     scopes.pop();
     if (callGraphs) env.set(CALL_GRAPHS_FLAG, true);
-    if (pause) binding.pauseDeferring(false);
-    binding.setDeviceScope(outermost ? null : scopes[scopes.length - 1]);
+    if (pause) backend.pauseDeferring(false);
+    backend.setDeviceScope(outermost ? null : scopes[scopes.length - 1]);
   }
   if (result !== null && typeof result === 'object' && typeof result.then === 'function') {
     throw new TypeError(`${name}: fn returned a Promise; it must be synchronous (ops after an ` +
@@ -237,7 +237,7 @@ function deviceOf(tensor, {backing = false} = {}) {
   const name = 'tf.node.deviceOf';
   if (!(tensor instanceof tfc.Tensor)) throw new TypeError(`${name}: expected a tf.Tensor`);
   const backend = tensorflowBackend(name);
-  return backend.binding.tensorDevice(backend.idOf(tensor), backing);
+  return backend.tensorDevice(backend.idOf(tensor), backing);
 }
 
 module.exports = {

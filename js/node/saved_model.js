@@ -8,7 +8,7 @@ const path = require('path');
 const tfc = require('@tensorflow/tfjs-core');
 const {Reader, ProtoError, WIRE_LEN, WIRE_VARINT} = require('./proto');
 const {tensorflowBackend} = require('./backend');
-const {TF_DTYPE_NAMES} = require('../backend/dtypes');
+const {NARROWING, RESULT_CAST, TF_DTYPE_NAMES} = require('../backend/dtypes');
 const {errorWithDetail} = require('../backend/errors');
 const {Int64Tensor, firstBeyondInt32} = require('./int64');
 
@@ -29,13 +29,6 @@ const DTYPE_MAP = {
   DT_COMPLEX64: ['complex64', 'complex64'],
   DT_STRING: ['string', 'string'],
 };
-
-/**
- * Binding result dtypes that tfjs lacks, and the tfjs dtype they become. Each of them fits its
- * target exactly but for int64, which is checked value by value (readInt64Output).
- */
-const OUTPUT_CAST = {uint8: 'int32', int8: 'int32', int16: 'int32', uint16: 'int32',
-                     float64: 'float32', float16: 'float32', bfloat16: 'float32'};
 
 /** The tfjs dtypes an output may come back as. */
 const TFJS_DTYPES = new Set(['float32', 'int32', 'bool', 'complex64', 'string']);
@@ -297,7 +290,7 @@ function wrapOutputs(b, outs, names, int64) {
         tensors.push(readInt64Output(b, out, names[i], int64));
         continue;
       }
-      const to = OUTPUT_CAST[out.dtype];
+      const to = NARROWING.has(out.dtype) ? undefined : RESULT_CAST[out.dtype];
       if (to !== undefined) out = b.castRaw(out, to);
       if (!TFJS_DTYPES.has(out.dtype)) {
         b.free(out);
@@ -416,10 +409,9 @@ class TFSavedModel {
   async runInBackground(keys, tensors, outputNames, names, config) {
     const int64 = int64Option(config);
     const b = tensorflowBackend('TFSavedModel');
-    const job = this.withFeeds(b, keys, tensors, (ids, inputNames) =>
-      b.binding.runSavedModelInBackground(this.sessionId, ids, inputNames, outputNames));
-    await b.binding.whenJobDone(job);
-    return wrapOutputs(b, b.binding.takeJobOutputs(job), names, int64);
+    const outs = this.withFeeds(b, keys, tensors, (ids, inputNames) =>
+      b.runSavedModelAsync(this.sessionId, ids, inputNames, outputNames));
+    return wrapOutputs(b, await outs, names, int64);
   }
 
   /** `start(ids, inputNames)` on native ids of `tensors`; ids made for the call freed after. */

@@ -1,20 +1,16 @@
 //! `compileCall`, `runCall`, `dropCall`: whole calls as one graph (`crate::graphs::calls`);
 //! `reserveTensors`, `fillTensors`: the ids of a call that runs ahead of TF.
 
-use std::sync::Arc;
-
 use napi::bindgen_prelude::{Env, Unknown};
 
 use super::args;
 use super::execute::{io_array, io_values, read_ids, with_ids};
 use super::state_call;
-use crate::env_state::EnvState;
 use crate::error::{Error, Result};
-use crate::executor::Job;
-use crate::graphs::calls::{CallGraph, RecordedOp};
+use crate::graphs::calls::RecordedOp;
 use crate::graphs::nodes::Ref;
 use crate::js::Js;
-use crate::ops::{check_room, deferred, write_outputs, write_pending_outputs};
+use crate::ops;
 
 /// Where a recorded op's input, or a call's output, comes from: `{feed}` (the call's feeds,
 /// the JS-fed ones first, then the fixed ones) or `{node, output}` (an earlier op's output).
@@ -75,33 +71,18 @@ pub fn compile_call(
                 })
             })
             .collect::<Result<Vec<_>>>()?;
-        let mut fed = Vec::with_capacity(fed_ids.len());
-        let mut fixed = Vec::with_capacity(fixed_ids.len());
-        for (list, is_fed) in [(&fed_ids, true), (&fixed_ids, false)] {
-            for &id in list {
-                let id = args::tensor_id_of_number(id, "id")?;
-                state.settle(id)?;
-                let handle = state
-                    .runtime
-                    .tensors
-                    .handle(id)?
-                    .share(&state.runtime.status)?;
-                if is_fed {
-                    fed.push(handle);
-                } else {
-                    fixed.push(handle);
-                }
-            }
-        }
-        let graph = CallGraph::compile(
+        let ids = |list: &[f64]| -> Result<Vec<u64>> {
+            list.iter()
+                .map(|&id| args::tensor_id_of_number(id, "id"))
+                .collect()
+        };
+        state.runtime.compile_call(
             &state.prepared_ops,
             &recorded,
-            &fed.iter().collect::<Vec<_>>(),
-            fixed,
+            &ids(&fed_ids)?,
+            &ids(&fixed_ids)?,
             &refs(&fetches)?,
-            &state.runtime.status,
-        )?;
-        state.runtime.calls.insert(graph)
+        )
     })
 }
 
@@ -116,62 +97,9 @@ pub fn run_call(env: Env, call: u32, io: Unknown, num_fed: u32) -> napi::Result<
         let mut view = io_array(js, io)?;
         let io = io_values(&mut view)?;
         with_ids(io, num_fed, |ids, io| {
-            if state.runtime.executor.enabled
-                && state
-                    .runtime
-                    .calls
-                    .get(call)?
-                    .background_outputs()
-                    .is_some()
-            {
-                return run_in_background(state, call, ids, io);
-            }
-            for &id in ids {
-                state.settle(id)?;
-            }
-            let fed = ids
-                .iter()
-                .map(|&id| state.runtime.tensors.handle(id))
-                .collect::<Result<Vec<_>>>()?;
-            let outputs = state
-                .runtime
-                .calls
-                .get_mut(call)?
-                .run(&fed, &state.runtime.status)?;
-            state.runtime.scratch.outputs.extend(outputs);
-            write_outputs(&mut state.runtime, io)
+            state.runtime.run_call(&state.prepared_ops, call, ids, io)
         })
     })
-}
-
-/// Queues call graph `call` on the executor, fed `ids` (computed or pending), and writes its
-/// pending outputs into `io`.
-fn run_in_background(state: &mut EnvState, call: u32, ids: &[u64], io: &mut [f64]) -> Result<u32> {
-    let outputs = state.runtime.calls.get(call)?.background_outputs();
-    check_room(outputs.unwrap_or_default(), io)?;
-    let job = submit_call(state, call, ids)?;
-    let outputs = state.runtime.calls.get(call)?.background_outputs();
-    Ok(write_pending_outputs(
-        &mut state.runtime.tensors,
-        &job,
-        outputs.unwrap_or_default(),
-        io,
-    ))
-}
-
-/// Queues a run of call graph `call` fed `ids` (computed or pending) on the executor.
-fn submit_call(state: &mut EnvState, call: u32, ids: &[u64]) -> Result<Arc<Job>> {
-    let mut fed = Vec::with_capacity(ids.len());
-    for &id in ids {
-        state.settle_in_background(id)?;
-        fed.push(state.runtime.tensors.job_input(id, &state.runtime.status)?);
-    }
-    let work = state
-        .runtime
-        .calls
-        .get_mut(call)?
-        .background_work(fed, &state.runtime.status)?;
-    state.runtime.executor.submit(work)
 }
 
 /// Sets call graph `call` up before it is needed: its first run, fed the `numFed` tensor ids
@@ -184,29 +112,22 @@ fn submit_call(state: &mut EnvState, call: u32, ids: &[u64]) -> Result<Arc<Job>>
 )]
 pub fn warm_up_call(env: Env, call: u32, io: Unknown, num_fed: u32) -> napi::Result<bool> {
     state_call(&env, |js, state| {
-        if !state.runtime.executor.enabled {
-            return Ok(false);
-        }
         let ids = ids_in(js, io, num_fed)?;
-        let job = submit_call(state, call, &ids)?;
-        state.runtime.calls.get_mut(call)?.warm_up(job);
-        Ok(true)
+        state.runtime.warm_up_call(&state.prepared_ops, call, &ids)
     })
 }
 
 /// Elements per op, on average, up to which a call graph's first run is queued on the executor
 /// ahead of need (`warmUpCall`); the bound deferred runs use too (`ops::deferred`).
 #[napi_derive::napi]
-pub const MAX_SET_UP_ELEMENTS_PER_OP: u32 = deferred::MAX_SET_UP_ELEMENTS_PER_OP;
+pub const MAX_SET_UP_ELEMENTS_PER_OP: u32 = ops::MAX_SET_UP_ELEMENTS_PER_OP;
 
 /// Whether call graph `call` may compute a call whose JS ran ahead of TF (its ops recorded, not
 /// run: `js/graphs/recording.js`): the shape of every node output that is used is known from
 /// the feeds' shapes, so the JS saw the shapes the graph computes.
 #[napi_derive::napi(js_name = "callRunsAhead")]
 pub fn call_runs_ahead(env: Env, call: u32) -> napi::Result<bool> {
-    state_call(&env, |_, state| {
-        Ok(state.runtime.calls.get(call)?.may_run_ahead())
-    })
+    state_call(&env, |_, state| state.runtime.call_runs_ahead(call))
 }
 
 /// Most ids one `reserveTensors` gives.
@@ -223,7 +144,7 @@ pub fn reserve_tensors(env: Env, count: u32) -> napi::Result<f64> {
                 "at most {MAX_RESERVED} tensors can be reserved at once, not {count}"
             )));
         }
-        Ok(state.runtime.tensors.reserve(u64::from(count)) as f64)
+        Ok(state.runtime.reserve_tensors(u64::from(count)) as f64)
     })
 }
 
@@ -236,10 +157,7 @@ pub fn reserve_tensors(env: Env, count: u32) -> napi::Result<f64> {
 pub fn fill_tensors(env: Env, io: Unknown, pairs: u32) -> napi::Result<()> {
     state_call(&env, |js, state| {
         let ids = ids_in(js, io, pairs.saturating_mul(2))?;
-        for pair in ids.chunks_exact(2) {
-            state.runtime.tensors.fill_from(pair[0], pair[1])?;
-        }
-        Ok(())
+        state.runtime.fill_tensors(&ids)
     })
 }
 
@@ -252,5 +170,5 @@ fn ids_in(js: Js, io: Unknown, count: u32) -> Result<Vec<u64>> {
 /// Frees call graph `call`; false when it did not exist.
 #[napi_derive::napi(js_name = "dropCall")]
 pub fn drop_call(env: Env, call: u32) -> napi::Result<bool> {
-    state_call(&env, |_, state| Ok(state.runtime.calls.remove(call)))
+    state_call(&env, |_, state| Ok(state.runtime.drop_call(call)))
 }

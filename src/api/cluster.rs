@@ -96,8 +96,7 @@ pub fn list_devices(env: Env) -> napi::Result<Vec<DeviceInfo>> {
     state_call(&env, |_, state| {
         Ok(state
             .runtime
-            .context
-            .devices(&state.runtime.status)?
+            .devices()?
             .into_iter()
             .map(|d| DeviceInfo {
                 name: d.name,
@@ -127,11 +126,8 @@ pub fn set_device_scope(env: Env, device: Option<String>) -> napi::Result<()> {
 pub fn tensor_device(env: Env, id: f64, backing: bool) -> napi::Result<String> {
     state_call(&env, |_, state| {
         let id = super::args::tensor_id_of_number(id, "id")?;
-        state.settle(id)?;
         state
             .runtime
-            .tensors
-            .handle(id)?
-            .device_name(backing, &state.runtime.status)
+            .tensor_device(&state.prepared_ops, id, backing)
     })
 }

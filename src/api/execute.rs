@@ -14,9 +14,8 @@ use crate::env_state::EnvState;
 use crate::error::{Error, Result};
 use crate::js::{Js, TypedArrayView, Value};
 use crate::op_plan::PreparedOp;
-use crate::ops;
+use crate::ops::OutputInfo;
 use crate::tf::dtype::DTYPES;
-use crate::tf::handle::TensorHandle;
 
 /// `executeOp(name, attrs, inputIds, numOutputs)` → `[{id, shape, dtype}]`.
 #[napi_derive::napi(
@@ -32,16 +31,15 @@ pub fn execute_op(
     num_outputs: Unknown,
 ) -> napi::Result<Unknown<'static>> {
     state_call(&env, |js, state| {
-        let result = execute(
+        let value = execute(
             js,
             state,
             name.raw(),
             attrs.raw(),
             input_ids.raw(),
             num_outputs.raw(),
-        );
-        state.runtime.scratch.outputs.clear();
-        result.map(|v| js.to_unknown(v))
+        )?;
+        Ok(js.to_unknown(value))
     })
 }
 
@@ -60,27 +58,17 @@ fn execute(
     let ids = (0..count)
         .map(|i| args::tensor_id(js, js.element(input_ids, i)?, &format!("inputIds[{i}]")))
         .collect::<Result<Vec<u64>>>()?;
-    for &id in &ids {
-        state.settle(id)?;
-    }
     let prepared = prepare(js, state, name.to_owned(), attrs)?;
-    ops::run_ids(&mut state.runtime, &prepared, &ids, room)?;
-    let outputs: Vec<_> = state.runtime.scratch.outputs.drain(..).collect();
-    outputs_to_js(js, state, outputs)
+    let outputs = state
+        .runtime
+        .run_op(&state.prepared_ops, &prepared, &ids, room)?;
+    outputs_to_js(js, outputs)
 }
 
-/// Registers output handles and describes them to JS as `[{id, shape, dtype}]`.
-pub(super) fn outputs_to_js(
-    js: Js,
-    state: &mut EnvState,
-    outputs: Vec<TensorHandle>,
-) -> Result<Value> {
+/// Describes registered outputs to JS as `[{id, shape, dtype}]`.
+pub(super) fn outputs_to_js(js: Js, outputs: Vec<OutputInfo>) -> Result<Value> {
     let result = js.array(outputs.len())?;
-    let mut dims = Vec::new();
-    for (i, handle) in outputs.into_iter().enumerate() {
-        dims.clear();
-        handle.dims_into(&mut dims, &state.runtime.status)?;
-        let (id, dtype) = ops::adopt_output(&mut state.runtime.tensors, handle, &dims);
+    for (i, OutputInfo { id, dtype, dims }) in outputs.into_iter().enumerate() {
         let dtype_name = dtype.map_or("unknown", |index| DTYPES[index].name);
         let shape = js.array(dims.len())?;
         for (d, &dim) in dims.iter().enumerate() {
@@ -113,23 +101,9 @@ pub fn prepare_op(env: Env, name: Unknown, attrs: Unknown) -> napi::Result<u32> 
 /// Op `name` with `attrs` read from JS and checked against its definition.
 fn prepare(js: Js, state: &mut EnvState, name: CString, attrs: Value) -> Result<PreparedOp> {
     let label = name.to_string_lossy().into_owned();
-    let checked_out = state
-        .runtime
-        .ops
-        .take(&state.runtime.context, &name, &state.runtime.status)
-        .map_err(|e| e.context(&label))?;
-    let read = attrs::read(js, &checked_out.op, &label, attrs, &state.runtime.status);
-    state
-        .runtime
-        .ops
-        .give_back(&name, checked_out, &state.runtime.status);
-    let attrs = read?;
-    let checks = state
-        .runtime
-        .ops
-        .checks(&name, &state.runtime.status)
-        .map_err(|e| e.context(&label))?;
-    PreparedOp::new(name, attrs, checks)
+    state.runtime.prepare_op(name, |op, status| {
+        attrs::read(js, op, &label, attrs, status)
+    })
 }
 
 /// Whether prepared op `prepared` can be a graph node and computes the same outputs from the
@@ -168,14 +142,9 @@ pub fn run_prepared_op(
                     "prepared op {prepared} does not exist"
                 )));
             }
-            ops::run_prepared(
-                &mut state.runtime,
-                plans,
-                prepared,
-                ids,
-                num_outputs as i64,
-                io,
-            )
+            state
+                .runtime
+                .run_prepared(plans, prepared, ids, num_outputs as i64, io)
         })
     })
 }

@@ -24,23 +24,20 @@ pub fn start_runtime(env: Env) -> napi::Result<()> {
 
 #[napi_derive::napi(js_name = "isUsingGpuDevice")]
 pub fn is_using_gpu_device(env: Env) -> napi::Result<bool> {
-    state_call(&env, |_, state| {
-        let types = state.runtime.context.device_types(&state.runtime.status)?;
-        Ok(types.iter().any(|t| t == "GPU"))
-    })
+    state_call(&env, |_, state| state.runtime.uses_gpu())
 }
 
 /// Whether this env defers runs of ops (`TFJS_NODE_RS_DEFER` unset or not `0`; see `trace`).
 #[napi_derive::napi(js_name = "isDeferring")]
 pub fn is_deferring(env: Env) -> napi::Result<bool> {
-    state_call(&env, |_, state| Ok(state.runtime.deferred.enabled()))
+    state_call(&env, |_, state| Ok(state.runtime.is_deferring()))
 }
 
 /// Pauses deferring (or resumes it): ops run at once while paused (see `ops::deferred`).
 #[napi_derive::napi(js_name = "pauseDeferring")]
 pub fn pause_deferring(env: Env, paused: bool) -> napi::Result<()> {
     state_call(&env, |_, state| {
-        state.runtime.deferred.pause(paused);
+        state.runtime.pause_deferring(paused);
         Ok(())
     })
 }
@@ -94,9 +91,10 @@ pub fn stats(env: Env) -> napi::Result<Stats> {
     js_call(&env, |js| {
         EnvState::with_undrained(js, |state| {
             let c = &state.sharing.counters;
+            let runtime = state.runtime.counts();
             Ok(Stats {
-                live_tensors: state.runtime.tensors.len() as u32,
-                live_bytes: state.runtime.tensors.live_bytes() as f64,
+                live_tensors: runtime.live_tensors as u32,
+                live_bytes: runtime.live_bytes as f64,
                 shared_creates: c.shared_creates as f64,
                 copied_creates: c.copied_creates as f64,
                 shared_reads: c.shared_reads as f64,
@@ -110,12 +108,12 @@ pub fn stats(env: Env) -> napi::Result<Stats> {
                 } else {
                     0.0
                 },
-                deferred_ops: state.runtime.deferred.counters.deferred_ops as f64,
-                compiled_runs: state.runtime.deferred.counters.compiled_runs as f64,
-                graph_runs: state.runtime.deferred.counters.graph_runs as f64,
-                call_graphs: state.runtime.calls.len() as u32,
-                fused_nodes: state.runtime.calls.fused_nodes as f64,
-                background_runs: state.runtime.executor.jobs_made as f64,
+                deferred_ops: runtime.deferred_ops as f64,
+                compiled_runs: runtime.compiled_runs as f64,
+                graph_runs: runtime.graph_runs as f64,
+                call_graphs: runtime.call_graphs as u32,
+                fused_nodes: runtime.fused_nodes as f64,
+                background_runs: runtime.background_runs as f64,
             })
         })
     })

@@ -19,10 +19,9 @@ use super::state_call;
 pub fn when_ready(env: Env, id: Unknown) -> napi::Result<Unknown<'static>> {
     state_call(&env, |js, state| {
         let id = args::tensor_id(js, id.raw(), "id")?;
-        state.settle_in_background(id)?;
-        let value = match state.runtime.tensors.pending_job(id) {
-            Some(job) if !job.is_done() => state.runtime.executor.when_done(js, job)?,
-            _ => js.null()?,
+        let value = match state.runtime.when_ready(&state.prepared_ops, js, id)? {
+            Some(promise) => promise,
+            None => js.null()?,
         };
         Ok(js.to_unknown(value))
     })
@@ -37,8 +36,7 @@ pub fn when_ready(env: Env, id: Unknown) -> napi::Result<Unknown<'static>> {
 )]
 pub fn when_job_done(env: Env, job: u32) -> napi::Result<Unknown<'static>> {
     state_call(&env, |js, state| {
-        let job = state.runtime.executor.held(job)?;
-        let promise = state.runtime.executor.when_done(js, job)?;
+        let promise = state.runtime.when_job_done(js, job)?;
         Ok(js.to_unknown(promise))
     })
 }
@@ -52,9 +50,8 @@ pub fn when_job_done(env: Env, job: u32) -> napi::Result<Unknown<'static>> {
 )]
 pub fn take_job_outputs(env: Env, job: u32) -> napi::Result<Unknown<'static>> {
     state_call(&env, |js, state| {
-        let job = state.runtime.executor.release(job)?;
-        let outputs = job.outputs(&state.runtime.status)?;
-        Ok(js.to_unknown(outputs_to_js(js, state, outputs)?))
+        let outputs = state.runtime.take_job_outputs(job)?;
+        Ok(js.to_unknown(outputs_to_js(js, outputs)?))
     })
 }
 
@@ -64,7 +61,7 @@ pub fn take_job_outputs(env: Env, job: u32) -> napi::Result<Unknown<'static>> {
 #[napi_derive::napi(js_name = "stopBackgroundWork")]
 pub fn stop_background_work(env: Env) -> napi::Result<()> {
     state_call(&env, |_, state| {
-        state.runtime.executor.shut_down();
+        state.runtime.stop_background_work();
         Ok(())
     })
 }

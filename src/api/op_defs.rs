@@ -58,8 +58,7 @@ pub fn op_def(env: Env, name: String) -> napi::Result<OpDefinition> {
             .map_err(|_| Error::Type("op name must not contain NUL".into()))?;
         let checks = state
             .runtime
-            .ops
-            .checks(&c_name, &state.runtime.status)
+            .op_checks(&c_name)
             .map_err(|e| e.context(&name))?;
         let def = &checks.def;
         Ok(OpDefinition {

@@ -9,8 +9,7 @@ use crate::env_state::EnvState;
 use crate::error::{Error, Result};
 use crate::js::{Js, Value};
 use crate::sharing;
-use crate::tf::dtype::{DType, Layout};
-use crate::tf::handle::TensorHandle;
+use crate::tf::dtype::Layout;
 use crate::tf::tensor::Tensor;
 
 /// Makes a tensor from `data` (a typed array matching `dtype`, or an array of `Uint8Array` for
@@ -29,7 +28,7 @@ fn create(js: Js, state: &mut EnvState, shape: Value, dtype: Value, data: Value)
     let mut dims = Vec::new();
     args::dims_into(js, shape, false, &mut dims, "shape")?;
     let count = args::element_count(&dims, "shape")?;
-    let dtype = args::dtype(js, dtype, &mut state.runtime.scratch.text, "dtype")?;
+    let dtype = args::dtype(js, dtype, &mut state.text, "dtype")?;
     let (tensor, bytes) = match dtype.layout {
         Layout::Numeric { array, lanes } => {
             let view = js.typed_array(data)?.ok_or_else(|| {
@@ -75,8 +74,7 @@ fn create(js: Js, state: &mut EnvState, shape: Value, dtype: Value, data: Value)
             )))
         }
     };
-    let handle = TensorHandle::from_tensor(&tensor, &state.runtime.status)?;
-    Ok(state.runtime.tensors.insert(handle, bytes))
+    state.runtime.add_tensor(&tensor, bytes)
 }
 
 fn string_tensor(js: Js, dims: &[i64], count: usize, data: Value) -> Result<Tensor> {
@@ -107,7 +105,7 @@ fn string_tensor(js: Js, dims: &[i64], count: usize, data: Value) -> Result<Tens
 )]
 pub fn alloc(env: Env, dtype: Unknown, length: Unknown) -> napi::Result<Unknown<'static>> {
     state_call(&env, |js, state| {
-        let dtype = args::dtype(js, dtype.raw(), &mut state.runtime.scratch.text, "dtype")?;
+        let dtype = args::dtype(js, dtype.raw(), &mut state.text, "dtype")?;
         let Layout::Numeric { array, lanes } = dtype.layout else {
             return Err(Error::Type(format!(
                 "alloc: {} tensors are not backed by a typed array",
@@ -139,23 +137,17 @@ pub fn tensor_data_sync(
 ) -> napi::Result<Unknown<'static>> {
     state_call(&env, |js, state| {
         let id = args::tensor_id(js, id.raw(), "id")?;
-        state.settle(id)?;
-        let dtype = readable_dtype(state.runtime.tensors.handle(id)?)?;
+        let dtype = state.runtime.readable_dtype(&state.prepared_ops, id)?;
         let value = match dtype.layout {
-            Layout::Numeric { array, .. } => state.sharing.read_typed_array(
+            Layout::Numeric { array, .. } => state.runtime.read_typed_array(
+                &mut state.sharing,
                 js,
-                &mut state.runtime.tensors,
-                &state.runtime.status,
                 id,
                 array,
                 aliased.unwrap_or(false),
             )?,
             Layout::Strings => {
-                let tensor = state
-                    .runtime
-                    .tensors
-                    .handle(id)?
-                    .resolve(&state.runtime.status)?;
+                let tensor = state.runtime.resolve(&state.prepared_ops, id)?;
                 let items = tensor.string_items();
                 let out = js.array(items.len())?;
                 for (i, item) in items.iter().enumerate() {
@@ -189,49 +181,17 @@ pub fn reshape_tensor(env: Env, id: Unknown, shape: Unknown) -> napi::Result<f64
 }
 
 fn reshape(js: Js, state: &mut EnvState, id: u64, shape: Value) -> Result<u64> {
-    state.settle(id)?;
-    let entry = state.runtime.tensors.get(id)?;
-    let handle = entry.handle()?;
-    let dtype = readable_dtype(handle)?;
-    if !matches!(dtype.layout, Layout::Numeric { .. }) {
-        return Err(Error::Type(format!(
-            "reshapeTensor: {} tensors are reshaped by the Reshape op",
-            dtype.name
-        )));
-    }
     let mut dims = Vec::new();
-    handle.dims_into(&mut dims, &state.runtime.status)?;
-    let count = args::element_count(&dims, "the tensor's shape")?;
     args::dims_into(js, shape, false, &mut dims, "shape")?;
-    let new_count = args::element_count(&dims, "shape")?;
-    if new_count != count {
-        return Err(Error::Range(format!(
-            "shape {dims:?} has {new_count} elements, the tensor {count}"
-        )));
-    }
-    let bytes = entry.bytes;
-    let tensor =
-        handle
-            .resolve(&state.runtime.status)?
-            .reshaped(dtype, &dims, &state.runtime.status)?;
-    let handle = TensorHandle::from_tensor(&tensor, &state.runtime.status)?;
-    // Both ids count the shared buffer, as two tensors sharing one buffer do anywhere else.
-    Ok(state.runtime.tensors.insert(handle, bytes))
-}
-
-fn readable_dtype(handle: &TensorHandle) -> Result<DType> {
-    handle.dtype().map_err(|code| {
-        Error::Type(format!(
-            "the tensor's TF dtype {code} has no JS representation"
-        ))
-    })
+    args::element_count(&dims, "shape")?;
+    state.runtime.reshape(&state.prepared_ops, id, &dims)
 }
 
 #[napi_derive::napi(js_name = "deleteTensor", ts_args_type = "id: number")]
 pub fn delete_tensor(env: Env, id: Unknown) -> napi::Result<()> {
     state_call(&env, |js, state| {
         let id = args::tensor_id(js, id.raw(), "id")?;
-        state.runtime.tensors.remove(id).map(drop)
+        state.runtime.delete_tensor(id)
     })
 }
 
@@ -241,13 +201,7 @@ pub fn delete_tensor(env: Env, id: Unknown) -> napi::Result<()> {
 pub fn drop_tensor_on_native_thread(env: Env, id: Unknown) -> napi::Result<()> {
     state_call(&env, |js, state| {
         let id = args::tensor_id(js, id.raw(), "id")?;
-        state.settle(id)?;
-        let tensor = state
-            .runtime
-            .tensors
-            .handle(id)?
-            .resolve(&state.runtime.status)?;
-        state.runtime.tensors.remove(id)?;
+        let tensor = state.runtime.take_tensor(&state.prepared_ops, id)?;
         std::thread::spawn(move || drop(tensor))
             .join()
             .map_err(|_| Error::Invalid("the native thread panicked".into()))

@@ -3,32 +3,34 @@
 
 use super::deferred::settle;
 use super::io;
-use super::Runtime;
+use super::runtime::{OpCall, Runtime};
 use crate::error::Result;
 use crate::graphs::compiled::CompiledGraph;
 use crate::graphs::single_ops::OpInput;
-use crate::op_plan::PreparedOp;
 use crate::tensor_spec::small_integers;
 
 /// A product or convolution on more input elements than this (4 MiB of floats; a
 /// 1024x1024 matMul takes ~30 ms here) runs on the executor rather than the JS thread.
 const HEAVY_INPUT_ELEMENTS: u64 = 1 << 20;
 
-/// Queues the op on the executor when waiting for it would hold the JS thread: an input is
-/// still being computed there (`pending`), or it is a product or convolution of more than
-/// `HEAVY_INPUT_ELEMENTS` input elements. Only ops that cannot fail on values, whose output
-/// shapes TF infers before running them; `None` leaves the op to run here (where an error is
-/// reported with the op's name).
+/// Queues the call on the executor when waiting for it would hold the JS thread: an input is
+/// still being computed there (`call.pending`), or it is a product or convolution of more than
+/// `HEAVY_INPUT_ELEMENTS` input elements; its outputs go into `io`. Only ops that cannot fail
+/// on values, whose output shapes TF infers before running them; `None` leaves the call to run
+/// here (where an error is reported with the op's name).
 pub fn run_in_background(
     state: &mut Runtime,
-    plans: &[PreparedOp],
-    plan: u32,
-    ids: &[u64],
-    pending: bool,
-    room: i64,
+    call: &OpCall,
     io: &mut [f64],
 ) -> Result<Option<u32>> {
-    let prepared = &plans[plan as usize];
+    let OpCall {
+        plans,
+        plan,
+        ids,
+        room,
+        pending,
+    } = *call;
+    let prepared = call.prepared();
     let Some(kind) = prepared.node else {
         return Ok(None);
     };

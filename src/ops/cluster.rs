@@ -4,9 +4,10 @@
 
 use std::ffi::CString;
 
-use super::Runtime;
+use super::runtime::Runtime;
 use crate::error::Result;
 use crate::op_plan::PreparedOp;
+use crate::tf::context::DeviceInfo;
 use crate::tf::dtype::Layout;
 use crate::tf::handle::TensorHandle;
 
@@ -44,6 +45,11 @@ impl Runtime {
         self.finish_all_work(plans)?;
         self.context.set_device_scope(device);
         Ok(())
+    }
+
+    /// The devices the context can place ops on.
+    pub fn devices(&self) -> Result<Vec<DeviceInfo>> {
+        self.context.devices(&self.status)
     }
 
     fn before_context_change(&mut self, plans: &[PreparedOp]) -> Result<()> {

@@ -22,12 +22,11 @@
 //! no stateful or value-checking ops), and a deferred op has run before with the same key.
 //! `TFJS_NODE_RS_DEFER=0` turns deferring off.
 
-use std::collections::HashMap;
-use std::hash::BuildHasherDefault;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::Runtime;
+use super::deferred_runs::{Compiled, DeferredOp, InputKey, Run, Source, StepKey, TrieNode, ROOT};
+use super::runtime::{OpCall, Runtime};
 use super::{eager, io};
 use crate::error::{Error, Result};
 use crate::executor::Input;
@@ -35,7 +34,7 @@ use crate::graphs::compiled::{CompiledGraph, Feed};
 use crate::graphs::nodes::{NodeOp, Ref};
 use crate::op_plan::PreparedOp;
 use crate::tensor_spec::{small_integers, TensorSpec};
-use crate::tensor_table::{IdHasher, TensorTable};
+use crate::tensor_table::TensorTable;
 use crate::tf::dtype::{Layout, DTYPES};
 use crate::tf::handle::TensorHandle;
 use crate::tf::status::Status;
@@ -68,170 +67,27 @@ const SET_UP_PER_NODE: Duration = Duration::from_micros(40);
 /// 4000 units) took longer.
 pub const MAX_SET_UP_ELEMENTS_PER_OP: u32 = 1 << 15;
 
-/// An input as the trie keys it: a tensor from outside the run is described at its first use.
-#[derive(PartialEq, Eq, Hash)]
-enum InputKey {
-    Seen(Ref),
-    New {
-        dtype: usize,
-        dims: Vec<i64>,
-        integers: Option<Vec<i64>>,
-    },
-}
-
-#[derive(PartialEq, Eq, Hash)]
-struct StepKey {
-    parent: u32,
-    plan: u32,
-    inputs: Vec<InputKey>,
-}
-
-/// A run's graph nodes, for one set of outputs still held at its end.
-struct Compiled {
-    live: Vec<(u32, u32)>,
-    /// `None`: building it failed, so the run replays op by op.
-    graph: Option<Arc<CompiledGraph>>,
-    /// The graph's first run is queued on the executor, or done (`run_compiled`).
-    set_up_queued: bool,
-}
-
-/// An op of a run, the same every time the run is seen.
-struct TrieNode {
-    plan: u32,
-    inputs: Box<[Ref]>,
-    outputs: Box<[TensorSpec]>,
-    /// Times a run ended here.
-    ends: u32,
-    /// Time spent replaying whole runs that ended here op by op (`end_run`).
-    replayed: Duration,
-    /// A run of at least `MIN_COMPILED_LENGTH` ops has passed through here, so deferring pays.
-    on_long_run: bool,
-    compiled: Vec<Compiled>,
-}
-
-const ROOT: u32 = 0;
-
-/// Where a deferred op's input tensor will come from when it runs.
-enum Source {
-    External(u32),
-    /// A tensor that had run already when the op was recorded.
-    Ready(TensorHandle),
-    /// Output `output` of the `index`th deferred op of the run.
-    Deferred {
-        index: u32,
-        output: u32,
-    },
-}
-
-struct DeferredOp {
-    plan: u32,
-    sources: Vec<Source>,
-    output_ids: Vec<u64>,
-}
-
-/// The run being recorded.
-struct Run {
-    /// Trie node of each op so far, by depth.
-    nodes: Vec<u32>,
-    /// Ids of the run's outputs and of the outside tensors it uses.
-    by_id: HashMap<u64, Ref, BuildHasherDefault<IdHasher>>,
-    externals: Vec<TensorHandle>,
-    /// Ops not run yet: the last `deferred.len()` of `nodes`.
-    deferred: Vec<DeferredOp>,
-    /// No op of the run has run yet (so one graph can run all of it, and `deferred[i]` is the
-    /// op at depth `i`).
-    all_deferred: bool,
-}
-
-impl Run {
-    fn new() -> Run {
-        Run {
-            nodes: Vec::new(),
-            by_id: HashMap::default(),
-            externals: Vec::new(),
-            deferred: Vec::new(),
-            all_deferred: true,
-        }
+impl Runtime {
+    /// Makes `id` hold its tensor: if a deferred run produced it, the run ends and runs; if
+    /// the executor computes it, its job runs here or is waited for.
+    pub fn settle(&mut self, plans: &[PreparedOp], id: u64) -> Result<()> {
+        settle(self, plans, id, false)?;
+        self.tensors.settle_pending(id, &self.status)
     }
 
-    fn node(&self) -> u32 {
-        self.nodes.last().copied().unwrap_or(ROOT)
+    /// Makes sure `id` will hold its tensor without waiting for it: if a deferred run
+    /// produced it, the run ends, as an executor job when it is one graph run.
+    pub fn settle_in_background(&mut self, plans: &[PreparedOp], id: u64) -> Result<()> {
+        let in_background = self.executor.enabled;
+        settle(self, plans, id, in_background)
     }
 
-    fn first_deferred_depth(&self) -> usize {
-        self.nodes.len() - self.deferred.len()
-    }
-}
-
-/// What deferring did, for `stats()`.
-#[derive(Default)]
-pub struct DeferredCounters {
-    pub deferred_ops: u64,
-    /// Runs turned into graph nodes.
-    pub compiled_runs: u64,
-    /// Session runs of those nodes.
-    pub graph_runs: u64,
-}
-
-/// The env's deferred runs: the trie of runs seen before and the run being deferred now.
-pub struct DeferredRuns {
-    enabled: bool,
-    /// Deferring is paused while a whole call is recorded (`js/graphs/`): the call becomes one
-    /// graph from its third run, so a deferred run compiled on its second would be wasted.
-    paused: bool,
-    trie: Vec<TrieNode>,
-    children: HashMap<StepKey, u32>,
-    run: Option<Run>,
-    pub counters: DeferredCounters,
-}
-
-impl DeferredRuns {
-    pub fn new() -> DeferredRuns {
-        DeferredRuns {
-            enabled: std::env::var("TFJS_NODE_RS_DEFER").map_or(true, |v| v != "0"),
-            paused: false,
-            trie: vec![root_node()],
-            children: HashMap::new(),
-            run: None,
-            counters: DeferredCounters::default(),
-        }
-    }
-
-    pub fn enabled(&self) -> bool {
-        self.enabled
-    }
-
-    pub fn pause(&mut self, paused: bool) {
-        self.paused = paused;
-    }
-
-    /// Whether a whole call is being recorded (`pause`).
-    pub fn paused(&self) -> bool {
-        self.paused
-    }
-
-    /// Whether `id` is an output of the run being recorded (so using it elsewhere ends the run).
-    pub fn produced(&self, id: u64) -> bool {
-        self.run
-            .as_ref()
-            .is_some_and(|run| matches!(run.by_id.get(&id), Some(Ref::Node { .. })))
-    }
-
-    /// Drops the run without running it (env shutdown).
-    pub fn clear(&mut self) {
-        self.run = None;
-    }
-}
-
-fn root_node() -> TrieNode {
-    TrieNode {
-        plan: u32::MAX,
-        inputs: Box::new([]),
-        outputs: Box::new([]),
-        ends: 0,
-        replayed: Duration::ZERO,
-        on_long_run: false,
-        compiled: Vec::new(),
+    /// Runs every deferred op and executor job now, so that each tensor is computed and no
+    /// job is left running (before the context is reconfigured under them).
+    pub fn finish_all_work(&mut self, plans: &[PreparedOp]) -> Result<()> {
+        end_run(self, plans, false)?;
+        self.executor.wait_idle();
+        self.tensors.settle_all_pending(&self.status)
     }
 }
 
@@ -245,37 +101,28 @@ enum Step {
     Now { at: TrieStep, new: Vec<u64> },
 }
 
-/// Runs prepared op `plan` on `ids`, deferring it when it can (never on a `pending` input, an
-/// executor job's output), writing its outputs into `io`. Returns the output count.
-pub fn run_or_defer(
-    state: &mut Runtime,
-    plans: &[PreparedOp],
-    plan: u32,
-    ids: &[u64],
-    pending: bool,
-    room: i64,
-    io: &mut [f64],
-) -> Result<u32> {
-    let prepared = &plans[plan as usize];
+/// Runs `call`, deferring it when it can (never on a pending input, an executor job's output),
+/// writing its outputs into `io`. Returns the output count.
+pub fn run_or_defer(state: &mut Runtime, call: &OpCall, io: &mut [f64]) -> Result<u32> {
     let step = if state.deferred.enabled
         && !state.deferred.paused
-        && prepared.node.is_some_and(|kind| kind.deferrable)
-        && !pending
+        && call.prepared().node.is_some_and(|kind| kind.deferrable)
+        && !call.pending
     {
-        classify(state, plan, ids)?
+        classify(state, call.plan, call.ids)?
     } else {
         Step::Eager
     };
     match step {
         Step::Eager => {
-            for &id in ids {
-                state.settle(plans, id)?;
+            for &id in call.ids {
+                state.settle(call.plans, id)?;
             }
-            eager::run_ids(state, prepared, ids, room)?;
+            eager::run_ids(state, call.prepared(), call.ids, call.room)?;
             io::write_outputs(state, io)
         }
-        Step::Defer { child, new } => defer(state, plan, ids, child, new, io),
-        Step::Now { at, new } => run_now(state, plans, ids, at, new, room, io),
+        Step::Defer { child, new } => defer(state, call, child, new, io),
+        Step::Now { at, new } => run_now(state, call, at, new, io),
     }
 }
 
@@ -407,12 +254,12 @@ fn input_ref(run: &Run, id: u64) -> Result<Ref> {
 /// Defers a known op of a long run: its outputs get ids now and tensors when the run ends.
 fn defer(
     state: &mut Runtime,
-    plan: u32,
-    ids: &[u64],
+    call: &OpCall,
     child: u32,
     new: Vec<u64>,
     io: &mut [f64],
 ) -> Result<u32> {
+    let OpCall { plan, ids, .. } = *call;
     io::check_room(&state.deferred.trie[child as usize].outputs, io)?;
     adopt_externals(state, &new)?;
     let deferred = &mut state.deferred;
@@ -470,13 +317,14 @@ enum TrieStep {
 /// outputs' shapes when the trie does not know it yet.
 fn run_now(
     state: &mut Runtime,
-    plans: &[PreparedOp],
-    ids: &[u64],
+    call: &OpCall,
     at: TrieStep,
     new: Vec<u64>,
-    room: i64,
     io: &mut [f64],
 ) -> Result<u32> {
+    let OpCall {
+        plans, ids, room, ..
+    } = *call;
     adopt_externals(state, &new)?;
     run_deferred(state, plans)?;
     let plan = match &at {
@@ -588,7 +436,7 @@ pub fn end_run(state: &mut Runtime, plans: &[PreparedOp], in_background: bool) -
         replay(state, plans, &mut run)
     };
     if state.deferred.trie.len() >= MAX_TRIE_NODES {
-        start_over(state);
+        state.deferred.start_over();
     }
     result
 }
@@ -809,12 +657,4 @@ fn compile(
     let graph = CompiledGraph::build(&feeds, steps, &fetches, &state.status)?;
     state.deferred.counters.compiled_runs += 1;
     Ok(graph)
-}
-
-/// Forgets every learned run, with the sessions of the compiled ones.
-fn start_over(state: &mut Runtime) {
-    let deferred = &mut state.deferred;
-    deferred.trie = vec![root_node()];
-    deferred.children.clear();
-    deferred.run = None;
 }

@@ -1,7 +1,7 @@
 //! One op call run eagerly: a prepared op on input tensors, checked against the op's definition
 //! before TF sees it (TF aborts the process on some mismatches), through the env's op cache.
 
-use super::Runtime;
+use super::runtime::Runtime;
 use crate::error::{Error, Result};
 use crate::op_cache::OpCache;
 use crate::op_plan::{attrs, PreparedOp};
@@ -14,7 +14,7 @@ use crate::tf::status::Status;
 const MAX_OUTPUTS: i64 = 4096;
 
 /// Runs `prepared` on `inputs` with room for `room` outputs, appending them to `outputs`.
-pub fn run_handles<'h>(
+pub(super) fn run_handles<'h>(
     ops: &mut OpCache,
     context: &Context,
     status: &Status,
@@ -68,7 +68,12 @@ pub fn run_handles<'h>(
 
 /// Runs a prepared op on the tensors of `ids` (all computed), leaving the outputs in
 /// `state.scratch.outputs`.
-pub fn run_ids(state: &mut Runtime, prepared: &PreparedOp, ids: &[u64], room: i64) -> Result<()> {
+pub(super) fn run_ids(
+    state: &mut Runtime,
+    prepared: &PreparedOp,
+    ids: &[u64],
+    room: i64,
+) -> Result<()> {
     let tensors = &state.tensors;
     run_handles(
         &mut state.ops,

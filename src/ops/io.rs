@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::{Runtime, Scratch};
+use super::runtime::{Runtime, Scratch};
 use crate::error::{Error, Result};
 use crate::executor::Job;
 use crate::tensor_spec::{data_bytes, TensorSpec};

@@ -1,0 +1,110 @@
+//! Whole calls as one graph (`crate::graphs::calls`): compiled from what JS recorded, run on
+//! the JS thread or as an executor job, set up ahead of need.
+
+use std::sync::Arc;
+
+use super::io;
+use super::runtime::Runtime;
+use crate::error::Result;
+use crate::executor::Job;
+use crate::graphs::calls::{CallGraph, RecordedOp};
+use crate::graphs::nodes::Ref;
+use crate::op_plan::PreparedOp;
+
+impl Runtime {
+    /// Compiles `recorded` into one graph fed like `fed_ids` (tensors each call feeds anew,
+    /// whose dtypes type the feeds), holding the tensors of `fixed_ids` (used by every call as
+    /// they are now), fetching `fetches`; returns its id.
+    pub fn compile_call(
+        &mut self,
+        plans: &[PreparedOp],
+        recorded: &[RecordedOp],
+        fed_ids: &[u64],
+        fixed_ids: &[u64],
+        fetches: &[Ref],
+    ) -> Result<u32> {
+        let mut fed = Vec::with_capacity(fed_ids.len());
+        for &id in fed_ids {
+            fed.push(self.share(plans, id)?);
+        }
+        let mut fixed = Vec::with_capacity(fixed_ids.len());
+        for &id in fixed_ids {
+            fixed.push(self.share(plans, id)?);
+        }
+        let fed: Vec<_> = fed.iter().collect();
+        let graph = CallGraph::compile(plans, recorded, &fed, fixed, fetches, &self.status)?;
+        self.calls.insert(graph)
+    }
+
+    /// Runs call graph `call` fed `ids`, writing its outputs into `io` as `runPreparedOp` does:
+    /// as an executor job when its output shapes are known and no op fails on values, else
+    /// here. Returns the output count.
+    pub fn run_call(
+        &mut self,
+        plans: &[PreparedOp],
+        call: u32,
+        ids: &[u64],
+        io: &mut [f64],
+    ) -> Result<u32> {
+        if self.executor.enabled {
+            if let Some(outputs) = self.calls.get(call)?.background_outputs() {
+                io::check_room(outputs, io)?;
+                let job = self.submit_call(plans, call, ids)?;
+                let outputs = self.calls.get(call)?.background_outputs();
+                return Ok(io::write_pending_outputs(
+                    &mut self.tensors,
+                    &job,
+                    outputs.unwrap_or_default(),
+                    io,
+                ));
+            }
+        }
+        for &id in ids {
+            self.settle(plans, id)?;
+        }
+        let fed = ids
+            .iter()
+            .map(|&id| self.tensors.handle(id))
+            .collect::<Result<Vec<_>>>()?;
+        let outputs = self.calls.get_mut(call)?.run(&fed, &self.status)?;
+        self.scratch.outputs.extend(outputs);
+        io::write_outputs(self, io)
+    }
+
+    /// Queues call graph `call`'s first run, fed `ids`, on the executor with its outputs
+    /// dropped (a session's first run is mostly TF setting it up); a later run waits for it.
+    /// Returns whether it was queued (not without an executor).
+    pub fn warm_up_call(&mut self, plans: &[PreparedOp], call: u32, ids: &[u64]) -> Result<bool> {
+        if !self.executor.enabled {
+            return Ok(false);
+        }
+        let job = self.submit_call(plans, call, ids)?;
+        self.calls.get_mut(call)?.warm_up(job);
+        Ok(true)
+    }
+
+    /// Whether call graph `call` may compute a call whose JS ran ahead of TF (see
+    /// `CallGraph::may_run_ahead`).
+    pub fn call_runs_ahead(&self, call: u32) -> Result<bool> {
+        Ok(self.calls.get(call)?.may_run_ahead())
+    }
+
+    /// Frees call graph `call`; false when it did not exist.
+    pub fn drop_call(&mut self, call: u32) -> bool {
+        self.calls.remove(call)
+    }
+
+    /// Queues a run of call graph `call` fed `ids` (computed or pending) on the executor.
+    fn submit_call(&mut self, plans: &[PreparedOp], call: u32, ids: &[u64]) -> Result<Arc<Job>> {
+        let mut fed = Vec::with_capacity(ids.len());
+        for &id in ids {
+            self.settle_in_background(plans, id)?;
+            fed.push(self.tensors.job_input(id, &self.status)?);
+        }
+        let work = self
+            .calls
+            .get_mut(call)?
+            .background_work(fed, &self.status)?;
+        self.executor.submit(work)
+    }
+}
