@@ -107,6 +107,16 @@ export declare function callRunsAhead(call: number): boolean
 export declare function compileCall(ops: Array<CallOp>, fedIds: Array<number>, fixedIds: Array<number>, fetches: Array<CallRef>): number
 
 /**
+ * Creates this env's runtime now rather than at its first call: its TF context, and the
+ * kernel set-up that `tf::warm_up` does on the executor thread meanwhile. js/index.js calls it
+ * before it loads tfjs, whose JS takes long enough for the set-up to end.
+ * Sets the `ConfigProto` (built by js/configure.js) and thread counts every context and
+ * SavedModel session of the process is made with, before the first context; afterwards only
+ * the configuration in force is accepted.
+ */
+export declare function configureRuntime(configProto: Uint8Array, intraOpThreads: number, interOpThreads: number): void
+
+/**
  * Makes this env's context a client of the cluster in `serverDef`, which names this client as
  * its own task, `localTask` (`/job:client/replica:0/task:0`). Work in flight is finished
  * first; tensors on other tasks' devices are dropped (their ids stay, as tensors not computed).
@@ -171,16 +181,38 @@ export declare function isUsingGpuDevice(): boolean
 export declare function listDevices(): Array<DeviceInfo>
 
 /**
- * `loadSavedModel(exportDir, tags)` → a session id. Loading the same directory with the same
- * tags again shares the session (one more reference).
+ * Loads the op library at `path` into TF (`TF_LoadLibrary`: its ops and kernels become
+ * available to every context and graph) and returns the names of the ops it defines. TF's
+ * error names what failed: the file, a missing symbol, an op registered twice.
  */
-export declare function loadSavedModel(exportDir: unknown, tags: unknown): number
+export declare function loadOpLibrary(path: string): Array<string>
+
+/**
+ * `loadSavedModel(exportDir, tags, sessionConfig?)` → a session id. `sessionConfig`: the
+ * session's own `ConfigProto` fields (js/configure.js), over the process's. Loading the same
+ * directory with the same tags and options again shares the session (one more reference).
+ */
+export declare function loadSavedModel(exportDir: string, tags: string[], sessionConfig?: Uint8Array): number
 
 /**
  * Elements per op, on average, up to which a call graph's first run is queued on the executor
  * ahead of need (`warmUpCall`); the bound deferred runs use too (`ops::deferred`).
  */
 export declare const MAX_SET_UP_ELEMENTS_PER_OP: number
+
+/** What the runtime runs with (`tf.node.runtimeInfo()` adds the devices and what JS knows). */
+export interface NativeRuntimeInfo {
+  /** The file libtensorflow's C API was loaded from. */
+  libraryPath?: string
+  /**
+   * Threads of TF's intra-op pool and of TF's inter-op pools, as configured (0: one per
+   * core).
+   */
+  intraOpThreads: number
+  interOpThreads: number
+  /** Cores the process may use. */
+  cores: number
+}
 
 /** An input or output of an op. */
 export interface OpArgDef {
@@ -238,6 +270,29 @@ export declare function preparedOpIsDeterministic(prepared: number): boolean
 /** Reads and checks `attrs` for op `name` once; returns a handle for `runPreparedOp`. */
 export declare function prepareOp(name: string, attrs: OpAttr[] | null | undefined): number
 
+/** What `stopProfile` returns. */
+export interface Profile {
+  spans: Array<ProfileSpan>
+  /** The OS id of the thread that stopped the profile (the JS thread). */
+  jsTid: number
+}
+
+/** Now, in microseconds since the Unix epoch: the profile's clock. */
+export declare function profileClockUs(): number
+
+/** A span of the profile; times in microseconds since the Unix epoch. */
+export interface ProfileSpan {
+  /** `eager op`, `session run`, `graph node`, `executor job` or `wait`. */
+  kind: string
+  name: string
+  /** The op type, for eager ops and graph nodes. */
+  op: string
+  startUs: number
+  durationUs: number
+  thread: string
+  tid: number
+}
+
 /**
  * `count` consecutive tensor ids with no tensor yet, for the outputs of ops a call runs ahead
  * of TF; returns the first. Each is filled (`fillTensors`) or deleted (`deleteTensor`); until
@@ -276,17 +331,17 @@ export declare function runSavedModel(id: unknown, inputIds: unknown, inputNames
  */
 export declare function runSavedModelInBackground(id: unknown, inputIds: unknown, inputNames: unknown, outputNames: unknown): number
 
+export declare function runtimeInfo(): NativeRuntimeInfo
+
 /**
  * Places every eager op from now on on `device` (`null`: TF places them). The deferred run in
  * progress is finished first, so its ops run where they were issued.
  */
 export declare function setDeviceScope(device?: string | undefined | null): void
 
-/**
- * Creates this env's runtime now rather than at its first call: its TF context, and the
- * kernel set-up that `tf::warm_up` does on the executor thread meanwhile. js/index.js calls it
- * before it loads tfjs, whose JS takes long enough for the set-up to end.
- */
+/** Starts recording what TF runs; an error while a profile is being taken. */
+export declare function startProfile(): void
+
 export declare function startRuntime(): void
 
 /** Starts a server for `serverDef` (a serialized `tensorflow.ServerDef`). */
@@ -351,6 +406,9 @@ export interface Stats {
  * job still running. Called from a `process` `'exit'` listener (js/backend/tensorflow_backend.js).
  */
 export declare function stopBackgroundWork(): void
+
+/** Stops recording; returns the spans recorded since `startProfile`. */
+export declare function stopProfile(): Profile
 
 /**
  * The outputs of job `job` as `[{id, shape, dtype}]` (waiting for it when it is not done),

@@ -43,6 +43,78 @@ export interface TensorFlowBackend extends KernelBackend {
 }
 
 export declare namespace node {
+  // ------------------------------------------------------------------ The runtime
+
+  /** TF's thread pools and GPU memory (README: "Runtime options"). */
+  export interface RuntimeOptions {
+    /** Threads of TF's intra-op pool (one op's work); 0 or absent: one per core. */
+    intraOpThreads?: number;
+    /** Threads of TF's inter-op pools (independent ops at once); 0 or absent: one per core. */
+    interOpThreads?: number;
+    gpu?: {
+      /** Take GPU memory as needed instead of all of it at the start. */
+      allowGrowth?: boolean;
+      /** At most this much GPU memory per visible GPU. */
+      memoryLimitMB?: number;
+      /** The GPUs TF may use, by index (CUDA_VISIBLE_DEVICES order). */
+      visibleDevices?: number[];
+    };
+  }
+
+  /**
+   * Sets the runtime options; they take effect when the runtime starts, that is when
+   * tfjs-node-rs is required, so call it from `require('tfjs-node-rs/configure')` first. Once
+   * started, only the options in force are accepted (others: an Error with code
+   * `TFJS_NODE_RS_STARTED`). The same options come from `TFJS_NODE_RS_*` variables.
+   */
+  export function configure(options: RuntimeOptions): void;
+
+  /** What the runtime runs with. */
+  export function runtimeInfo(): {
+    tfVersion: string;
+    /** The file libtensorflow's C API was loaded from. */
+    libraryPath: string|null;
+    cores: number;
+    intraOpThreads: number;
+    interOpThreads: number;
+    oneDNN: boolean;
+    devices: Array<{name: string, deviceType: string}>;
+    gpu: {allowGrowth: boolean, memoryLimitMB: number, visibleDevices: number[],
+          /** Whether a GPU device exists to use them. */
+          used: boolean};
+  };
+
+  /**
+   * Loads a library of custom TF ops and kernels (`TF_LoadLibrary`), for SavedModels that need
+   * them; returns the names of the ops it defines.
+   */
+  export function loadOpLibrary(path: string): string[];
+
+  /** Where the time of a `profile` went. */
+  export interface ProfileSummary {
+    wallMs: number;
+    /** The JS thread's wall time: in eager ops, in graph (session) runs, waiting for executor
+     * jobs synchronously, the event loop idle (awaiting work done elsewhere), and the rest
+     * (tfjs's and the program's JS). */
+    jsThread: {eagerMs: number, graphMs: number, waitMs: number, idleMs: number, jsMs: number};
+    /** Time the executor thread ran jobs, alongside the JS thread. */
+    executorMs: number;
+    graphNodes: number;
+    eagerOps: number;
+    /** The ops that took longest, eagerly or as graph nodes. */
+    topOps: Array<{op: string, where: 'eager'|'graph', count: number, totalMs: number}>;
+  }
+
+  /**
+   * Runs `fn` while recording what TF runs (eager ops, graph runs node by node, executor jobs,
+   * waits). With `logdir`, writes a Chrome trace (`<name>.trace.json`, for Perfetto or
+   * chrome://tracing) and the summary as TensorBoard run `<logdir>/<name>` (scalars, and a
+   * text table of the top ops).
+   */
+  export function profile<T>(fn: () => T | Promise<T>, options?: {logdir?: string, name?: string}):
+      Promise<{result: T, summary: ProfileSummary, traceFile: string|null,
+               tensorboardDir: string|null}>;
+
   // ------------------------------------------------------------------ Whole calls as graphs
 
   /**
@@ -161,10 +233,12 @@ export declare namespace node {
 
   /**
    * Loads one signature of the meta graph tagged exactly `tags` into a TF session. Models of
-   * the same directory and tags share one session.
+   * the same directory, tags and options share one session. `options.interOpThreads` gives
+   * the session an inter-op pool of its own of that size (the intra-op pool is the process's:
+   * `configure`).
    */
-  export function loadSavedModel(path: string, tags?: string[], signature?: string):
-      Promise<TFSavedModel>;
+  export function loadSavedModel(path: string, tags?: string[], signature?: string,
+                                 options?: {interOpThreads?: number}): Promise<TFSavedModel>;
 
   /** Distinct SavedModel sessions loaded (models that share a session count once). */
   export function getNumOfSavedModels(): number;

@@ -185,6 +185,10 @@ test('wheelTarget: keeps the libs and the C API headers only', () => {
     wheelTarget('tensorflow/include/tensorflow/compiler/xla/tsl/c/tsl_status.h'),
     'include/tensorflow/compiler/xla/tsl/c/tsl_status.h',
   );
+  // What c/kernels.h includes from outside tensorflow/c/, for op libraries.
+  assert.equal(wheelTarget('tensorflow/include/tsl/platform/platform.h'), 'include/tsl/platform/platform.h');
+  const rendezvous = 'tensorflow/core/common_runtime/next_pluggable_device/c/tf_rendezvous_c_api.h';
+  assert.equal(wheelTarget(`tensorflow/include/${rendezvous}`), `include/${rendezvous}`);
   for (const no of [
     'tensorflow/include/tensorflow/core/framework/tensor.h',
     'tensorflow/include/tsl/platform/env.h',

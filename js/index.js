@@ -2,9 +2,11 @@
 // `require('tfjs-node-rs')`: the @tensorflow/tfjs API with the `tensorflow`
 // backend (TensorFlow's C runtime) registered and made current.
 
-// The native runtime first: TF sets a kernel up on the executor thread (src/tf/warm_up.rs)
-// while tfjs's JS loads.
-require('./backend/binding').startRuntime();
+// The native runtime first, with the options requested before (js/configure.js): TF sets a
+// kernel up on the executor thread (src/tf/warm_up.rs) while tfjs's JS loads.
+const binding = require('./backend/binding');
+require('./configure').applyTo(binding);
+binding.startRuntime();
 const tf = require('@tensorflow/tfjs');
 const {registerTensorflowBackend, BACKEND_NAME} = require('./backend');
 const {registerKernels} = require('./kernels/register');

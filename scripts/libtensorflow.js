@@ -127,10 +127,21 @@ function cacheDir(env = process.env) {
 // ---------------------------------------------------------------------------
 // What to take from a TensorFlow tree: paths relative to its include/ folder.
 
+// The C API's headers, and the two that c/kernels.h includes from elsewhere, so that op
+// libraries for tf.node.loadOpLibrary build against deps/include alone.
+const KERNEL_API_HEADERS = [
+  'tsl/platform/platform.h',
+  'tensorflow/core/common_runtime/next_pluggable_device/c/tf_rendezvous_c_api.h',
+];
+
+/** The version of the rules below, kept in the marker; raised when they take more headers. */
+const HEADER_RULES = 2;
+
 function wantedHeader(rel) {
   if (rel.endsWith('/') || rel.split('/').some((p) => p === '..' || p === '')) return false;
   return (
     rel.startsWith('tensorflow/c/') ||
+    KERNEL_API_HEADERS.includes(rel) ||
     /^tsl\/platform\/ctstring[^/]*\.h$/.test(rel) ||
     /^tensorflow\/core\/platform\/ctstring[^/]*\.h$/.test(rel) ||
     /^xla\/tsl\/c\/[^/]+$/.test(rel) ||
@@ -144,6 +155,8 @@ const WANTED_DIRS = new Set([
   'tensorflow', 'tensorflow/c', 'tensorflow/core', 'tensorflow/core/platform',
   'tensorflow/compiler', 'tensorflow/compiler/xla', 'tensorflow/compiler/xla/tsl',
   'tensorflow/compiler/xla/tsl/c', 'tsl', 'tsl/platform', 'xla', 'xla/tsl', 'xla/tsl/c',
+  ...KERNEL_API_HEADERS.flatMap((h) => h.split('/').slice(0, -1)
+      .map((_, i, parts) => parts.slice(0, i + 1).join('/'))),
 ]);
 
 function wantedDir(rel) {
@@ -476,6 +489,8 @@ function isComplete(deps, envDir) {
     }
     fs.statSync(path.join(deps, 'lib', 'libtensorflow.so'));
     fs.statSync(path.join(deps, 'lib', 'pkgconfig', 'tensorflow.pc'));
+    // A tree made from a wheel by an earlier set of header rules is made again.
+    if (marker.kind === 'wheel' && marker.headerRules !== HEADER_RULES) return false;
   } catch {
     return false;
   }
@@ -767,6 +782,7 @@ function finish(tmp, dest, info) {
     deps: dest,
     libs: libSizes(lib),
     headers: info.headers,
+    headerRules: HEADER_RULES,
     created: new Date().toISOString(),
   };
   fs.writeFileSync(path.join(tmp, '.complete'), JSON.stringify(marker, null, 2) + '\n');

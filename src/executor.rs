@@ -30,6 +30,7 @@ use crate::js::wakeup::{OnWake, Wakeup};
 use crate::js::{Deferred, Js, Value};
 use crate::tf::handle::TensorHandle;
 use crate::tf::status::Status;
+use crate::tf::trace::{SpanKind, Timing};
 
 /// A tensor a job takes: one that exists, or an output of an earlier job.
 pub enum Input {
@@ -147,7 +148,9 @@ impl Job {
                 }
             }
         };
+        let timing = Timing::begin(SpanKind::Job, || ("job".into(), String::new()));
         let result = (work.run)(status).map(|outputs| outputs.into_iter().map(Some).collect());
+        drop(timing);
         *self.lock() = JobState::Done(result);
         self.finished.notify_all();
         self.completions.job_done();
@@ -191,10 +194,14 @@ impl Job {
         take: impl FnOnce(&mut [Option<TensorHandle>]) -> Result<T>,
     ) -> Result<T> {
         self.run_if_queued(status);
-        let mut state = self
-            .finished
-            .wait_while(self.lock(), |state| !matches!(state, JobState::Done(_)))
-            .unwrap_or_else(|p| p.into_inner());
+        let mut state = self.lock();
+        if !matches!(&*state, JobState::Done(_)) {
+            let _waiting = Timing::begin(SpanKind::Wait, || ("job".into(), String::new()));
+            state = self
+                .finished
+                .wait_while(state, |state| !matches!(state, JobState::Done(_)))
+                .unwrap_or_else(|p| p.into_inner());
+        }
         match &mut *state {
             JobState::Done(Ok(outputs)) => take(outputs),
             JobState::Done(Err(err)) => Err(err.clone()),

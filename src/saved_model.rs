@@ -14,7 +14,8 @@ use crate::tf::status::Status;
 use crate::tf::tensor::Tensor;
 
 struct Entry {
-    key: (PathBuf, Vec<String>),
+    /// The directory, the sorted tags and the session's own options.
+    key: (PathBuf, Vec<String>, Vec<u8>),
     /// Shared with executor jobs running it.
     session: Arc<Session>,
     /// Models (JS `TFSavedModel`s) using the session; it closes when the last one is deleted.
@@ -29,9 +30,16 @@ pub struct SavedModels {
 }
 
 impl SavedModels {
-    /// The id of the session for `dir` and `tags`: an existing one (one more reference) or a
+    /// The id of the session for `dir`, `tags` and `config` (the session's own `ConfigProto`
+    /// fields, see `Session::load_saved_model`): an existing one (one more reference) or a
     /// newly loaded one.
-    pub fn load(&mut self, dir: &str, tags: &[String], status: &Status) -> Result<u64> {
+    pub fn load(
+        &mut self,
+        dir: &str,
+        tags: &[String],
+        config: &[u8],
+        status: &Status,
+    ) -> Result<u64> {
         let path = std::fs::canonicalize(dir).map_err(|e| {
             Error::Invalid(format!(
                 "SavedModel directory '{dir}' cannot be opened: {e}"
@@ -45,7 +53,7 @@ impl SavedModels {
         let mut sorted = tags.to_vec();
         sorted.sort();
         sorted.dedup();
-        let key = (path, sorted);
+        let key = (path, sorted, config.to_vec());
         if let Some((&id, entry)) = self.entries.iter_mut().find(|(_, e)| e.key == key) {
             entry.refs += 1;
             return Ok(id);
@@ -61,7 +69,7 @@ impl SavedModels {
                 })
             })
             .collect::<Result<Vec<_>>>()?;
-        let session = Session::load_saved_model(&dir_c, &tags_c, status)
+        let session = Session::load_saved_model(&dir_c, &tags_c, config, status)
             .map_err(|e| e.context(&format!("loading SavedModel '{dir}' with tags {tags:?}")))?;
         self.next_id += 1;
         self.entries.insert(

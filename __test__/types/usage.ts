@@ -1,6 +1,7 @@
 // Compiled (not run) by types.test.js: every public name of the package type-checks.
 import * as tf from '../../index';
 import * as binding from '../../binding';
+import {configure} from '../../configure';
 
 async function main(): Promise<void> {
   const x: tf.Tensor2D = tf.tensor2d([[1, 2], [3, 4]]);
@@ -14,6 +15,17 @@ async function main(): Promise<void> {
   await model.save('file:///tmp/model');
   const handler: tf.io.IOHandler = tf.io.fileSystem('/tmp/model/model.json');
   const http: tf.io.IOHandler = tf.io.nodeHTTPRequest('http://127.0.0.1/model.json');
+
+  configure({ intraOpThreads: 2, gpu: { allowGrowth: true, memoryLimitMB: 1024, visibleDevices: [0] } });
+  tf.node.configure({ interOpThreads: 1 });
+  const runtime = tf.node.runtimeInfo();
+  const pools: number = runtime.intraOpThreads + runtime.interOpThreads;
+  const gpuUsed: boolean = runtime.gpu.used;
+  const customOps: string[] = tf.node.loadOpLibrary('/tmp/ops.so');
+  const profiled = await tf.node.profile(() => model.predict(x) as tf.Tensor, { logdir: '/tmp/profile' });
+  const jsMs: number = profiled.summary.jsThread.jsMs;
+  const slowest: string = profiled.summary.topOps[0].op;
+  profiled.result.dispose();
 
   const step = tf.node.function((a: tf.Tensor2D, b: tf.Tensor2D) => tf.matMul(a, b));
   const product: tf.Tensor2D = step(x, x);

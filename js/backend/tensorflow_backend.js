@@ -325,9 +325,12 @@ class TensorFlowBackend extends tfc.KernelBackend {
 
   // ---------------------------------------------------------------- SavedModel sessions
 
-  /** A session id for the SavedModel in `dir` tagged `tags` (shared by equal loads). */
-  loadSavedModel(dir, tags) {
-    return this.binding.loadSavedModel(dir, tags);
+  /**
+   * A session id for the SavedModel in `dir` tagged `tags` (shared by equal loads);
+   * `sessionConfig`: the session's own ConfigProto fields (js/configure.js).
+   */
+  loadSavedModel(dir, tags, sessionConfig) {
+    return this.binding.loadSavedModel(dir, tags, sessionConfig);
   }
 
   /** Runs session `id` on native input ids; returns the raw outputs `[{id, shape, dtype}]`. */
@@ -357,6 +360,36 @@ class TensorFlowBackend extends tfc.KernelBackend {
   }
 
   // ---------------------------------------------------------------- the runtime and the cluster
+
+  /** libtensorflow's version (`TF_Version`). */
+  tfVersion() {
+    return this.binding.tfVersion();
+  }
+
+  /** The library's file, the configured thread counts (0: one per core) and the cores. */
+  runtimeInfo() {
+    return this.binding.runtimeInfo();
+  }
+
+  /** Loads a custom op library into TF; returns the names of its ops. */
+  loadOpLibrary(path) {
+    return this.binding.loadOpLibrary(path);
+  }
+
+  /** Starts recording what TF runs (js/node/profile.js); throws while one is being taken. */
+  startProfile() {
+    this.binding.startProfile();
+  }
+
+  /** Stops recording: `{spans, jsTid}`. */
+  stopProfile() {
+    return this.binding.stopProfile();
+  }
+
+  /** Now on the profile's clock: µs since the Unix epoch. */
+  profileClockUs() {
+    return this.binding.profileClockUs();
+  }
 
   /** Pauses deferred runs of ops (or resumes them): ops run at once while paused. */
   pauseDeferring(paused) {

@@ -1,6 +1,6 @@
 'use strict';
-// The `tf.node` namespace: SavedModel, image codecs, TensorBoard summaries and TF's distributed
-// runtime.
+// The `tf.node` namespace: runtime options, SavedModel, image codecs, TensorBoard summaries and
+// TF's distributed runtime.
 // Requiring it also installs the other Node-only pieces into tfjs (as tfjs-node does):
 // the `file://` model handler (`tf.io.fileSystem`), `tf.io.nodeHTTPRequest` with http(s)
 // loading, and the progress bar that `model.fit({verbose: 1})` shows.
@@ -12,6 +12,8 @@ const int64 = require('./int64');
 const graphs = require('../graphs');
 const distributed = require('./distributed');
 const dataParallel = require('./data_parallel');
+const runtime = require('./runtime');
+const {profile} = require('./profile');
 const {installIO} = require('./io');
 const {installProgressBar} = require('./progbar');
 
@@ -19,6 +21,11 @@ installIO();
 installProgressBar();
 
 module.exports = {
+  // The runtime
+  configure: runtime.configure,
+  runtimeInfo: runtime.runtimeInfo,
+  loadOpLibrary: runtime.loadOpLibrary,
+  profile,
   // SavedModel
   getMetaGraphsFromSavedModel: savedModel.getMetaGraphsFromSavedModel,
   loadSavedModel: savedModel.loadSavedModel,

@@ -10,6 +10,7 @@ const {Reader, ProtoError, WIRE_LEN, WIRE_VARINT} = require('./proto');
 const {tensorflowBackend} = require('./backend');
 const {NARROWING, RESULT_CAST, TF_DTYPE_NAMES} = require('../backend/dtypes');
 const {errorWithDetail} = require('../backend/errors');
+const {sessionConfigProto} = require('../configure');
 const {Int64Tensor, firstBeyondInt32} = require('./int64');
 
 const SAVED_MODEL_FILE_NAME = 'saved_model.pb';
@@ -491,15 +492,17 @@ class TFSavedModel {
  * Loads the signature `signature` of the meta graph tagged `tags` from the SavedModel in `dir`.
  * Models of the same directory and tags share one TF session.
  */
-async function loadSavedModel(dir, tags = ['serve'], signature = 'serving_default') {
+async function loadSavedModel(dir, tags = ['serve'], signature = 'serving_default',
+  options = {}) {
   if (!Array.isArray(tags) || tags.some((t) => typeof t !== 'string')) {
     throw new TypeError('tags must be an array of strings');
   }
   if (typeof signature !== 'string') throw new TypeError('signature must be a string');
+  const sessionConfig = sessionConfigProto(options, 'loadSavedModel');
   const b = tensorflowBackend('loadSavedModel');
   const metaGraphs = await getMetaGraphsFromSavedModel(dir);
   const entry = getSignatureDefEntryFromMetaGraphInfo(metaGraphs, tags, signature);
-  const sessionId = b.loadSavedModel(dir, tags);
+  const sessionId = b.loadSavedModel(dir, tags, sessionConfig);
   return new TFSavedModel(b, sessionId, entry, dir, tags);
 }
 

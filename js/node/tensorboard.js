@@ -8,6 +8,7 @@ const path = require('path');
 const tfc = require('@tensorflow/tfjs-core');
 const tfl = require('@tensorflow/tfjs-layers');
 const {BACKEND_NAME} = require('../backend');
+const {TF_DTYPE_NAMES} = require('../backend/dtypes');
 const {Writer} = require('./proto');
 
 // ------------------------------------------------------------------ TFRecord framing
@@ -47,7 +48,8 @@ function tfRecord(data) {
 
 // ------------------------------------------------------------------ Event protos
 
-const DT_FLOAT = 1;
+const DT_FLOAT = TF_DTYPE_NAMES.indexOf('DT_FLOAT');
+const DT_STRING = TF_DTYPE_NAMES.indexOf('DT_STRING');
 
 /** event.proto `Event` with `wall_time`, `step` and one of `file_version` / `summary`. */
 function eventProto({wallTime, step, fileVersion, summaryValue}) {
@@ -238,6 +240,24 @@ class SummaryFileWriter {
     sv.message(8, floatTensorProto([rows.length, 3], rows.flat()));
     // HistogramPluginData{version: 0} serializes to no bytes.
     sv.message(9, summaryMetadata({pluginName: 'histograms', content: null, description}));
+    this.enqueue(sv, step);
+  }
+
+  /**
+   * Writes a text summary (the `text` plugin: a scalar string tensor; TensorBoard renders it
+   * as Markdown), as Python's `tf.summary.text` does.
+   */
+  text(name, value, step, description) {
+    checkStep(step);
+    if (typeof value !== 'string') throw new TypeError('text value must be a string');
+    const tensor = new Writer();
+    tensor.varint(1, DT_STRING);
+    tensor.message(2, new Writer());                  // tensor_shape: a scalar
+    tensor.string(8, value);                          // string_val
+    const sv = new Writer();
+    sv.string(1, name);
+    sv.message(8, tensor);
+    sv.message(9, summaryMetadata({pluginName: 'text', content: null, description}));
     this.enqueue(sv, step);
   }
 

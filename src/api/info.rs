@@ -3,10 +3,13 @@
 use napi::bindgen_prelude::Env;
 
 use super::{js_call, state_call};
+use napi::bindgen_prelude::Uint8Array;
+
 use crate::allocator;
 use crate::env_state::EnvState;
 use crate::js::external;
-use crate::tf::context::tf_version as linked_tf_version;
+use crate::tf::config::{self, RuntimeConfig};
+use crate::tf::context::{library_path, tf_version as linked_tf_version};
 
 /// The version of the TensorFlow C library the addon runs on.
 #[napi_derive::napi(js_name = "tfVersion")]
@@ -17,6 +20,47 @@ pub fn tf_version() -> String {
 /// Creates this env's runtime now rather than at its first call: its TF context, and the
 /// kernel set-up that `tf::warm_up` does on the executor thread meanwhile. js/index.js calls it
 /// before it loads tfjs, whose JS takes long enough for the set-up to end.
+/// Sets the `ConfigProto` (built by js/configure.js) and thread counts every context and
+/// SavedModel session of the process is made with, before the first context; afterwards only
+/// the configuration in force is accepted.
+#[napi_derive::napi(js_name = "configureRuntime")]
+pub fn configure_runtime(
+    config_proto: Uint8Array,
+    intra_op_threads: u32,
+    inter_op_threads: u32,
+) -> napi::Result<()> {
+    config::configure(RuntimeConfig {
+        proto: config_proto.to_vec(),
+        intra_op_threads,
+        inter_op_threads,
+    })
+    .map_err(|err| napi::Error::from_reason(err.to_string()))
+}
+
+/// What the runtime runs with (`tf.node.runtimeInfo()` adds the devices and what JS knows).
+#[napi_derive::napi(object)]
+pub struct NativeRuntimeInfo {
+    /// The file libtensorflow's C API was loaded from.
+    pub library_path: Option<String>,
+    /// Threads of TF's intra-op pool and of TF's inter-op pools, as configured (0: one per
+    /// core).
+    pub intra_op_threads: u32,
+    pub inter_op_threads: u32,
+    /// Cores the process may use.
+    pub cores: u32,
+}
+
+#[napi_derive::napi(js_name = "runtimeInfo")]
+pub fn runtime_info() -> NativeRuntimeInfo {
+    let fixed = config::fixed();
+    NativeRuntimeInfo {
+        library_path: library_path(),
+        intra_op_threads: fixed.intra_op_threads,
+        inter_op_threads: fixed.inter_op_threads,
+        cores: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
+    }
+}
+
 #[napi_derive::napi(js_name = "startRuntime")]
 pub fn start_runtime(env: Env) -> napi::Result<()> {
     state_call(&env, |_, _| Ok(()))

@@ -1,4 +1,5 @@
-//! `preloadLibrary`: loads a shared library by absolute path before TF looks for it by name.
+//! `preloadLibrary`: loads a shared library by absolute path before TF looks for it by name;
+//! `loadOpLibrary`: loads a library of custom ops and kernels into TF.
 //!
 //! The GPU build of libtensorflow opens the CUDA libraries (`libcudart.so.12`, `libcublas.so.12`,
 //! `libcudnn.so.9`, ...) with `dlopen` by soname when it creates its first context. The loader
@@ -6,6 +7,21 @@
 //! linker then hands TF the already-loaded library, so no `LD_LIBRARY_PATH` is needed.
 
 use std::ffi::{CStr, CString};
+
+use crate::tf::op_def;
+use crate::tf::status::Status;
+
+/// Loads the op library at `path` into TF (`TF_LoadLibrary`: its ops and kernels become
+/// available to every context and graph) and returns the names of the ops it defines. TF's
+/// error names what failed: the file, a missing symbol, an op registered twice.
+#[napi_derive::napi(js_name = "loadOpLibrary")]
+pub fn load_op_library(path: String) -> napi::Result<Vec<String>> {
+    let c_path = CString::new(path.as_str())
+        .map_err(|_| napi::Error::from_reason(format!("library path {path:?} holds a NUL byte")))?;
+    let status = Status::new();
+    op_def::load_op_library(&c_path, &status)
+        .map_err(|err| napi::Error::from_reason(format!("loading op library {path}: {err}")))
+}
 
 /// Loads the shared library at `path` (`RTLD_NOW | RTLD_LOCAL`, as TF opens its own) and keeps
 /// it loaded for the life of the process.

@@ -9,6 +9,7 @@ mod info;
 mod jobs;
 mod libraries;
 mod op_defs;
+mod profile;
 mod saved_model;
 mod tensors;
 

@@ -1,7 +1,7 @@
 //! `loadSavedModel`, `runSavedModel`, `deleteSavedModel`, `getNumOfSavedModels`: SavedModel
 //! sessions whose inputs and outputs are the binding's tensor ids.
 
-use napi::bindgen_prelude::{Env, Unknown};
+use napi::bindgen_prelude::{Env, Uint8Array, Unknown};
 use napi::JsValue;
 
 use super::args;
@@ -14,10 +14,19 @@ use crate::saved_model::SessionRun;
 /// Inputs and outputs beyond this are a caller's mistake.
 const MAX_TENSORS: u32 = 4096;
 
-/// `loadSavedModel(exportDir, tags)` → a session id. Loading the same directory with the same
-/// tags again shares the session (one more reference).
-#[napi_derive::napi(js_name = "loadSavedModel")]
-pub fn load_saved_model(env: Env, export_dir: Unknown, tags: Unknown) -> napi::Result<f64> {
+/// `loadSavedModel(exportDir, tags, sessionConfig?)` → a session id. `sessionConfig`: the
+/// session's own `ConfigProto` fields (js/configure.js), over the process's. Loading the same
+/// directory with the same tags and options again shares the session (one more reference).
+#[napi_derive::napi(
+    js_name = "loadSavedModel",
+    ts_args_type = "exportDir: string, tags: string[], sessionConfig?: Uint8Array"
+)]
+pub fn load_saved_model(
+    env: Env,
+    export_dir: Unknown,
+    tags: Unknown,
+    session_config: Option<Uint8Array>,
+) -> napi::Result<f64> {
     state_call(&env, |js, state| {
         let mut buf = Vec::new();
         let dir = string(js, export_dir.raw(), &mut buf, "exportDir")?;
@@ -25,9 +34,10 @@ pub fn load_saved_model(env: Env, export_dir: Unknown, tags: Unknown) -> napi::R
         if tags.is_empty() {
             return Err(Error::Invalid("tags must name at least one tag".into()));
         }
+        let config = session_config.as_deref().unwrap_or_default();
         let id = state
             .saved_models
-            .load(&dir, &tags, state.runtime.status())?;
+            .load(&dir, &tags, config, state.runtime.status())?;
         Ok(id as f64)
     })
 }

@@ -16,10 +16,17 @@ use crate::error::{Error, Result};
 /// Elements each part must have, at least, for the work to be split.
 const MIN_PART: usize = 1 << 16;
 
-/// Cores the process may use (1 when unknown).
+/// Cores the process may use (1 when unknown), or fewer when the program set TF's intra-op
+/// threads (`tf::config`): the kernels' work then takes as many threads as TF's own.
 fn cores() -> usize {
     static CORES: OnceLock<usize> = OnceLock::new();
-    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+    *CORES.get_or_init(|| {
+        let available = std::thread::available_parallelism().map_or(1, |n| n.get());
+        match crate::tf::config::fixed().intra_op_threads {
+            0 => available,
+            threads => available.min(threads as usize),
+        }
+    })
 }
 
 /// How many parts `len` elements are split into: one per core, each at least `MIN_PART`.

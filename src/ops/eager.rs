@@ -9,6 +9,7 @@ use crate::tf::context::Context;
 use crate::tf::handle::TensorHandle;
 use crate::tf::signals::AsyncSignalsBlocked;
 use crate::tf::status::Status;
+use crate::tf::trace::{SpanKind, Timing};
 
 /// Outputs beyond this are a caller's mistake, not an op's (the widest TF ops have a few dozen).
 const MAX_OUTPUTS: i64 = 4096;
@@ -59,6 +60,7 @@ pub(super) fn run_handles<'h>(
                 .map_err(|e| e.context(label))?;
         }
         let _blocked = AsyncSignalsBlocked::when(prepared.uses_generated_gemm);
+        let _timing = Timing::begin(SpanKind::EagerOp, || (label.to_owned(), label.to_owned()));
         op.execute(outputs, room as usize, status)
             .map_err(|e| e.context(label))
     })();

@@ -47,11 +47,24 @@ impl Context {
     pub fn new(status: &Status) -> Result<Context> {
         // TF starts its worker threads here; they inherit this mask and so never take a signal.
         let _blocked = AsyncSignalsBlocked::new();
-        // SAFETY: options are created, used once and deleted here; TFE_NewContext copies them.
+        let config = &super::config::fixed().proto;
+        // SAFETY: options are created, configured, used once and deleted here (TFE_NewContext
+        // copies them); the config bytes outlive the calls.
         let raw = unsafe {
             let options = sys::TFE_NewContextOptions();
-            let raw = sys::TFE_NewContext(options, status.raw());
+            sys::TFE_ContextOptionsSetConfig(
+                options,
+                config.as_ptr().cast(),
+                config.len(),
+                status.raw(),
+            );
+            let configured = status.check();
+            let raw = match configured {
+                Ok(()) => sys::TFE_NewContext(options, status.raw()),
+                Err(_) => std::ptr::null_mut(),
+            };
             sys::TFE_DeleteContextOptions(options);
+            configured?;
             raw
         };
         status.check()?;
@@ -209,4 +222,24 @@ pub fn tf_version() -> String {
     unsafe { CStr::from_ptr(sys::TF_Version()) }
         .to_string_lossy()
         .into_owned()
+}
+
+/// The file libtensorflow's C API was loaded from, as the dynamic linker resolved it.
+pub fn library_path() -> Option<String> {
+    let mut info = std::mem::MaybeUninit::<libc::Dl_info>::zeroed();
+    // SAFETY: dladdr only reads the address (a function of the loaded library) and fills
+    // `info`; dli_fname, when set, is a NUL-terminated string owned by the linker, copied out
+    // at once.
+    unsafe {
+        let found = libc::dladdr(sys::TF_Version as *const libc::c_void, info.as_mut_ptr());
+        let info = info.assume_init();
+        if found == 0 || info.dli_fname.is_null() {
+            return None;
+        }
+        Some(
+            CStr::from_ptr(info.dli_fname)
+                .to_string_lossy()
+                .into_owned(),
+        )
+    }
 }

@@ -10,6 +10,7 @@ use std::ffi::CStr;
 use tensorflow_sys as sys;
 
 use super::graph::Graph;
+use super::proto::{text, Buffer, Reader, Value};
 use super::status::Status;
 use crate::error::{Error, Result};
 
@@ -86,8 +87,38 @@ pub fn op_names() -> Result<Vec<String>> {
     if buffer.0.is_null() {
         return Err(Error::Invalid("TF_GetAllOpList returned no list".into()));
     }
+    names_in_op_list(buffer.bytes())
+}
+
+/// Loads the op library at `path` (`TF_LoadLibrary`: its ops and kernels join TF's registries,
+/// for every context and graph of the process) and returns the names of the ops it defines.
+/// The library stays loaded for the life of the process.
+pub fn load_op_library(path: &CStr, status: &Status) -> Result<Vec<String>> {
+    // SAFETY: `path` is a NUL-terminated string read during the call.
+    let library = unsafe { sys::TF_LoadLibrary(path.as_ptr(), status.raw()) };
+    status.check()?;
+    if library.is_null() {
+        return Err(Error::Invalid("TF_LoadLibrary returned no library".into()));
+    }
+    // SAFETY: the handle is live until deleted below; the op list's bytes belong to it and are
+    // parsed before then. Deleting the handle leaves the library loaded.
+    unsafe {
+        let list = sys::TF_GetOpList(library);
+        let bytes = if list.data.is_null() {
+            &[][..]
+        } else {
+            std::slice::from_raw_parts(list.data.cast::<u8>(), list.length)
+        };
+        let names = names_in_op_list(bytes);
+        sys::TF_DeleteLibraryHandle(library);
+        names
+    }
+}
+
+/// The op names of a serialized `OpList`.
+fn names_in_op_list(bytes: &[u8]) -> Result<Vec<String>> {
     let mut names = Vec::new();
-    let mut list = Reader(buffer.bytes());
+    let mut list = Reader(bytes);
     while let Some((field, value)) = list.next()? {
         if let (1, Value::Bytes(op)) = (field, value) {
             let mut op = Reader(op);
@@ -99,106 +130,6 @@ pub fn op_names() -> Result<Vec<String>> {
         }
     }
     Ok(names)
-}
-
-struct Buffer(*mut sys::TF_Buffer);
-
-impl Buffer {
-    fn new() -> Result<Buffer> {
-        // SAFETY: no preconditions.
-        let raw = unsafe { sys::TF_NewBuffer() };
-        if raw.is_null() {
-            return Err(Error::Invalid("TF_NewBuffer returned no buffer".into()));
-        }
-        Ok(Buffer(raw))
-    }
-
-    fn bytes(&self) -> &[u8] {
-        // SAFETY: the buffer is live; TF set data/length together (null/0 when empty).
-        unsafe {
-            let b = &*self.0;
-            if b.data.is_null() {
-                &[]
-            } else {
-                std::slice::from_raw_parts(b.data.cast(), b.length)
-            }
-        }
-    }
-}
-
-impl Drop for Buffer {
-    fn drop(&mut self) {
-        // SAFETY: the buffer came from TF_NewBuffer / TF_GetAllOpList and is deleted once.
-        unsafe { sys::TF_DeleteBuffer(self.0) }
-    }
-}
-
-/// A field's value in protobuf's wire format.
-enum Value<'a> {
-    Varint(u64),
-    Bytes(&'a [u8]),
-    Fixed32,
-    Fixed64,
-}
-
-/// Reads protobuf fields one by one.
-struct Reader<'a>(&'a [u8]);
-
-fn malformed() -> Error {
-    Error::Invalid("malformed op definition from TF".into())
-}
-
-impl<'a> Reader<'a> {
-    fn varint(&mut self) -> Result<u64> {
-        let mut value = 0u64;
-        for shift in (0..64).step_by(7) {
-            let (&byte, rest) = self.0.split_first().ok_or_else(malformed)?;
-            self.0 = rest;
-            value |= u64::from(byte & 0x7f) << shift;
-            if byte & 0x80 == 0 {
-                return Ok(value);
-            }
-        }
-        Err(malformed())
-    }
-
-    fn take(&mut self, n: usize) -> Result<&'a [u8]> {
-        if n > self.0.len() {
-            return Err(malformed());
-        }
-        let (head, rest) = self.0.split_at(n);
-        self.0 = rest;
-        Ok(head)
-    }
-
-    /// The next field number and value, or `None` at the end.
-    fn next(&mut self) -> Result<Option<(u64, Value<'a>)>> {
-        if self.0.is_empty() {
-            return Ok(None);
-        }
-        let key = self.varint()?;
-        let value = match key & 7 {
-            0 => Value::Varint(self.varint()?),
-            1 => {
-                self.take(8)?;
-                Value::Fixed64
-            }
-            2 => {
-                let len = usize::try_from(self.varint()?).map_err(|_| malformed())?;
-                Value::Bytes(self.take(len)?)
-            }
-            5 => {
-                self.take(4)?;
-                Value::Fixed32
-            }
-            _ => return Err(malformed()),
-        };
-        Ok(Some((key >> 3, value)))
-    }
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
 }
 
 // Field numbers below are those of tensorflow/core/framework/op_def.proto and attr_value.proto.

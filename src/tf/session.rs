@@ -9,9 +9,11 @@ use tensorflow_sys as sys;
 
 use super::dtype::DType;
 use super::graph::{Graph, NodeOutput};
+use super::proto::Buffer;
 use super::signals::AsyncSignalsBlocked;
 use super::status::Status;
 use super::tensor::Tensor;
+use super::trace::{self, SpanKind, Timing, FULL_TRACE_RUN_OPTIONS};
 use crate::error::{Error, Result};
 
 #[allow(clashing_extern_declarations)]
@@ -45,10 +47,13 @@ pub struct Port<'a> {
 
 impl Session {
     /// Loads the meta graph tagged with exactly `tags` from the SavedModel in `export_dir` and
-    /// restores its variables.
+    /// restores its variables. `own_config` (a serialized `ConfigProto`, possibly empty) is
+    /// merged over the process's (`config`): protobuf merges concatenated messages, the later
+    /// field winning.
     pub fn load_saved_model(
         export_dir: &CStr,
         tags: &[CString],
+        own_config: &[u8],
         status: &Status,
     ) -> Result<Session> {
         let graph = Graph::new()?;
@@ -58,22 +63,30 @@ impl Session {
         // The session's threads inherit this mask (see `signals`); restoring runs the graph's
         // initializers here too.
         let _blocked = AsyncSignalsBlocked::new();
-        // SAFETY: the options are created, used once and deleted here (the session copies them);
-        // export_dir and the tag strings outlive the call; the graph is live and receives the
-        // model; null run options and meta graph buffer are allowed by the C API.
+        let config = [super::config::fixed().proto.as_slice(), own_config].concat();
+        // SAFETY: the options are created, configured, used once and deleted here (the session
+        // copies them); the config bytes, export_dir and the tag strings outlive the calls; the
+        // graph is live and receives the model; null run options and meta graph buffer are
+        // allowed by the C API.
         let raw = unsafe {
             let options = sys::TF_NewSessionOptions();
-            let raw = sys::TF_LoadSessionFromSavedModel(
-                options,
-                ptr::null(),
-                export_dir.as_ptr(),
-                tag_ptrs.as_ptr(),
-                ntags,
-                graph.raw(),
-                ptr::null_mut(),
-                status.raw(),
-            );
+            sys::TF_SetConfig(options, config.as_ptr().cast(), config.len(), status.raw());
+            let configured = status.check();
+            let raw = match configured {
+                Ok(()) => sys::TF_LoadSessionFromSavedModel(
+                    options,
+                    ptr::null(),
+                    export_dir.as_ptr(),
+                    tag_ptrs.as_ptr(),
+                    ntags,
+                    graph.raw(),
+                    ptr::null_mut(),
+                    status.raw(),
+                ),
+                Err(_) => ptr::null_mut(),
+            };
             sys::TF_DeleteSessionOptions(options);
+            configured?;
             raw
         };
         if let Err(err) = status.check() {
@@ -201,16 +214,29 @@ impl Session {
             count(fetches.len())?,
             count(targets.len())?,
         );
+        // While a profile is taken, TF times each node (`trace`).
+        let timing = Timing::begin(SpanKind::SessionRun, || {
+            ("TF_SessionRun".into(), String::new())
+        });
+        let traced = match timing {
+            Some(_) => Some((Buffer::from_bytes(FULL_TRACE_RUN_OPTIONS)?, Buffer::new()?)),
+            None => None,
+        };
+        let (run_options, metadata) = traced
+            .as_ref()
+            .map_or((ptr::null(), ptr::null_mut()), |(options, metadata)| {
+                (options.0.cast_const(), metadata.0)
+            });
         // A graph may hold any op, GEMM-based ones included (see `signals`).
         let _blocked = AsyncSignalsBlocked::new();
         // SAFETY: the session and every port's and target's graph are live; the feed, value,
         // fetch, result and target arrays have the lengths passed and outlive the call; TF only
         // reads the input tensors (it takes its own references) and writes one new tensor per
-        // fetch on success.
+        // fetch on success; the run options and metadata buffers are null or live.
         unsafe {
             sys::TF_SessionRun(
                 self.raw.as_ptr(),
-                ptr::null(),
+                run_options,
                 feeds.as_ptr(),
                 values.as_ptr(),
                 ninputs,
@@ -219,13 +245,17 @@ impl Session {
                 noutputs,
                 targets.as_ptr(),
                 ntargets,
-                ptr::null_mut(),
+                metadata,
                 status.raw(),
             );
         }
         // Adopt whatever TF produced first, so nothing leaks when it also reported an error.
         let adopted: Vec<Option<Tensor>> = results.into_iter().map(Tensor::adopt).collect();
         status.check()?;
+        if let Some((_, metadata)) = &traced {
+            trace::record_run_metadata(metadata.bytes())?;
+        }
+        drop(timing);
         adopted
             .into_iter()
             .map(|t| t.ok_or_else(|| Error::Invalid("TF_SessionRun returned no tensor".into())))
