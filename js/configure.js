@@ -110,8 +110,9 @@ function readSwitch(text, variable) {
   throw new RangeError(`${variable} must be 1 or 0, got '${text}'`);
 }
 
-function readList(text) {
-  return text.split(',').map((s) => s.trim()).filter((s) => s !== '').map(Number);
+function readList(text, variable) {
+  return text.split(',').map((s) => s.trim()).filter((s) => s !== '')
+      .map((item) => readCount(item, variable));
 }
 
 /** Every option with its value or default, checked. */
@@ -204,4 +205,4 @@ function sessionConfigProto(options, label) {
   return config.finish();
 }
 
-module.exports = {configure, applyTo, started, configProto, sessionConfigProto, ENVIRONMENT};
+module.exports = {configure, applyTo, started, configProto, sessionConfigProto};

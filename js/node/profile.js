@@ -131,4 +131,4 @@ function chromeTrace({spans, jsTid, startUs}) {
   return {traceEvents: events, displayTimeUnit: 'ms'};
 }
 
-module.exports = {profile, summarize, chromeTrace};
+module.exports = {profile};
