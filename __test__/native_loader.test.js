@@ -105,8 +105,11 @@ function notFound(what) {
   return `Cannot find module '${what}'\nRequire stack:\n- ${path.join(ROOT, 'binding.js')}`;
 }
 
+// The fake installs have no libtensorflow; first use (js/first_use.js, tested on its own) is off.
+const NO_PROVIDING = () => null;
+
 function loadWith(opts) {
-  return loader.load({system: OK_SYSTEM, env: {}, requireBinding: () => GOOD_BINDING, ...opts});
+  return loader.load({system: OK_SYSTEM, env: {}, requireBinding: () => GOOD_BINDING, provide: NO_PROVIDING, ...opts});
 }
 
 function assertLoadError(fn, ...patterns) {
@@ -125,12 +128,14 @@ function assertLoadError(fn, ...patterns) {
 
 test('a supported system loads and returns the binding', () => {
   const env = {};
-  const binding = loader.load({system: OK_SYSTEM, env, requireBinding: () => GOOD_BINDING});
+  const binding = loader.load({system: OK_SYSTEM, env, requireBinding: () => GOOD_BINDING, provide: NO_PROVIDING});
   assert.strictEqual(binding, GOOD_BINDING);
 });
 
-// Both prebuilt targets, by name, in every message that says what is supported.
-const SUPPORTED_RE = /Linux x64 or arm64 with glibc >= 2\.27 \(targets x86_64-unknown-linux-gnu, aarch64-unknown-linux-gnu\)/;
+// Every prebuilt target, by name, in every message that says what is supported.
+const {ADDON_PLATFORMS} = require('../js/libtensorflow_facts.js');
+const escape = (text) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+const SUPPORTED_RE = new RegExp(Object.values(ADDON_PLATFORMS).map((p) => escape(`${p.describe} (${p.rustTarget})`)).join(', '));
 
 test('Linux arm64 with glibc is supported', () => {
   assert.strictEqual(loadWith({system: {...OK_SYSTEM, arch: 'arm64'}}), GOOD_BINDING);
@@ -148,10 +153,17 @@ test('unsupported platforms and architectures name the supported ones', () => {
   }
 });
 
+test('machines TensorFlow has no build for say why, and what to use instead', () => {
+  assertLoadError(() => loadWith({system: {...OK_SYSTEM, platform: 'darwin', arch: 'x64'}}),
+                  /unsupported platform darwin\/x64 \(TensorFlow publishes no macOS x64 build of 2\.21; on an Apple-silicon Mac, run the arm64 Node\.js rather than one under Rosetta\)/);
+  assertLoadError(() => loadWith({system: {...OK_SYSTEM, platform: 'win32', arch: 'arm64'}}), /no Windows on ARM build/, SUPPORTED_RE);
+  assertLoadError(() => loadWith({system: {...OK_SYSTEM, arch: 'arm'}}), /no 32-bit ARM builds; use a 64-bit \(arm64\) OS/);
+});
+
 test('musl (no glibc) is rejected with the supported libc', () => {
   assertLoadError(
     () => loadWith({system: {...OK_SYSTEM, glibc: null}}),
-    /does not use glibc \(musl/,
+    /does not use glibc \(musl, e\.g\. Alpine\?\), and TensorFlow publishes no musl build/,
     SUPPORTED_RE,
   );
 });
@@ -186,10 +198,10 @@ test('an N-API version below 8 is rejected before the addon is loaded', () => {
 test('TF_CPP_MIN_LOG_LEVEL is set to 2 before loading, unless already set', () => {
   const env = {};
   let seen;
-  loader.load({system: OK_SYSTEM, env, requireBinding: () => { seen = env.TF_CPP_MIN_LOG_LEVEL; return GOOD_BINDING; }});
+  loader.load({system: OK_SYSTEM, env, requireBinding: () => { seen = env.TF_CPP_MIN_LOG_LEVEL; return GOOD_BINDING; }, provide: NO_PROVIDING});
   assert.strictEqual(seen, '2');
   const chosen = {TF_CPP_MIN_LOG_LEVEL: '0'};
-  loader.load({system: OK_SYSTEM, env: chosen, requireBinding: () => GOOD_BINDING});
+  loader.load({system: OK_SYSTEM, env: chosen, requireBinding: () => GOOD_BINDING, provide: NO_PROVIDING});
   assert.strictEqual(chosen.TF_CPP_MIN_LOG_LEVEL, '0');
 });
 
@@ -209,7 +221,7 @@ test('missing libtensorflow: says so, where it was looked for, and how to fix it
       }),
       /libtensorflow is missing/,
       /libtensorflow_cc\.so\.2/,
-      /npm rebuild tfjs-node-rs/,
+      /To set it up again, run `node .*scripts\/libtensorflow\.js`/,
       /TFJS_NODE_RS_LIBTENSORFLOW/,
     );
     const addon = path.join(inst.nm, loader.PLATFORM_PACKAGE, loader.ADDON_FILE);
@@ -240,34 +252,6 @@ test('missing libtensorflow_framework is reported the same way', () => {
       /libtensorflow_framework\.so\.2/,
       /present but incomplete/,
     );
-  } finally {
-    inst.cleanup();
-  }
-});
-
-test('shared copy removed (cache cleaned): says so, and what to run', () => {
-  const inst = fakeInstall();
-  try {
-    const shared = path.join(inst.dir, 'cache', 'tfjs-node-rs', 'libtensorflow-2.21.0-linux-x64');
-    fs.symlinkSync(shared, path.join(inst.root, 'deps'));
-    const dlopen = 'libtensorflow_cc.so.2: cannot open shared object file: No such file or directory';
-    const load = () => loadWith({
-      root: inst.root,
-      env: {},
-      requireBinding: () => { throw napiLoaderError(dlopen); },
-    });
-    const err = assertLoadError(
-      load,
-      /^tfjs-node-rs: libtensorflow is missing: .*deps links to this machine's shared copy of libtensorflow 2\.21\.0/,
-      /no longer holds libtensorflow_cc\.so\.2 \(the cache was cleaned\?\)/,
-      /run `npm rebuild tfjs-node-rs`: it unpacks libtensorflow there again/,
-      /TFJS_NODE_RS_COPY_LIBTENSORFLOW=1/,
-    );
-    assert.ok(err.message.includes(shared), err.message);
-    // The shared copy present with the library: not this message (something else is wrong).
-    fs.mkdirSync(path.join(shared, 'lib'), {recursive: true});
-    fs.writeFileSync(path.join(shared, 'lib', 'libtensorflow_cc.so.2'), '');
-    assertLoadError(load, /libtensorflow is missing: the addon/);
   } finally {
     inst.cleanup();
   }
@@ -385,7 +369,7 @@ function assertInstalledRunpath(elf) {
 }
 
 // The cross-built arm64 addon (scripts/build.js --target aarch64-unknown-linux-gnu), when present.
-const builtArm64 = path.join(ROOT, `tfjs-node-rs.${loader.TARGETS.arm64.platform}.node`);
+const builtArm64 = path.join(ROOT, `tfjs-node-rs.${ADDON_PLATFORMS['linux-arm64'].napi}.node`);
 test('the cross-built arm64 addon: an aarch64 ELF with the same RUNPATH', {skip: !fs.existsSync(builtArm64) && 'arm64 addon not built'}, () => {
   const elf = loader.readElfDynamic(builtArm64);
   assert.strictEqual(elf.machine, 183); // EM_AARCH64
@@ -405,9 +389,9 @@ test('the built addon: RUNPATH, and the real missing-libtensorflow error', {skip
     const env = {...process.env};
     delete env.LD_LIBRARY_PATH;
     assertLoadError(
-      () => loader.load({system: loader.detect(), env, root: inst.root, requireBinding: () => require(addon)}),
+      () => loader.load({system: loader.detect(), env, root: inst.root, requireBinding: () => require(addon), provide: NO_PROVIDING}),
       /libtensorflow is missing/,
-      /npm rebuild tfjs-node-rs/,
+      /scripts\/libtensorflow\.js/,
     );
   } finally {
     inst.cleanup();

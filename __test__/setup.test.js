@@ -215,7 +215,7 @@ test('checkPlatform: only Linux x64 and arm64 with glibc >= 2.27', () => {
   for (const [p, re] of cases) {
     assert.throws(() => checkPlatform(p), (err) => {
       assert.equal(err.code, 'TFJS_NODE_RS_SETUP');
-      assert.match(err.message, /^unsupported platform: tfjs-node-rs supports only Linux x64 and Linux arm64|needs glibc/);
+      assert.match(err.message, /^unsupported platform: tfjs-node-rs has prebuilt binaries only for Linux x64 with glibc >= 2\.27 \(x86_64-unknown-linux-gnu\)|needs glibc/);
       assert.match(err.message, re);
       return true;
     });
@@ -636,13 +636,11 @@ test('the CLI prints only the message and exits 1', () => {
   const root = tempDir('cli-root');
   fs.mkdirSync(path.join(root, 'scripts'));
   fs.mkdirSync(path.join(root, 'js'));
-  for (const file of ['scripts/libtensorflow.js', 'scripts/pypi.js', 'scripts/strip_symbols.js', 'js/libtensorflow_facts.js', 'js/cuda.js', 'js/native_loader_core.js']) {
+  for (const file of ['scripts/libtensorflow.js', 'scripts/pypi.js', 'scripts/strip_symbols.js', 'js/libtensorflow_facts.js', 'js/cuda.js', 'js/native_loader_core.js', 'js/first_use.js']) {
     fs.copyFileSync(path.join(__dirname, '..', file), path.join(root, file));
   }
-  const res = spawnSync(process.execPath, [path.join(root, 'scripts', 'libtensorflow.js')], {
-    env: {...process.env, TFJS_NODE_RS_LIBTENSORFLOW: tempDir('empty-tf')},
-    encoding: 'utf8',
-  });
+  const env = {...process.env, TFJS_NODE_RS_LIBTENSORFLOW: tempDir('empty-tf')};
+  const res = spawnSync(process.execPath, [path.join(root, 'scripts', 'libtensorflow.js')], {env, encoding: 'utf8'});
   assert.equal(res.status, 1, res.stderr);
   assert.doesNotMatch(res.stderr, /\n\s+at /); // no stack trace
   assert.equal(res.stderr.trim().split('\n').length, 1, res.stderr);
@@ -652,6 +650,10 @@ test('the CLI prints only the message and exits 1', () => {
     assert.match(res.stderr, /^tfjs-node-rs: unsupported platform/);
   }
   assert.deepEqual(fs.readdirSync(root).sort(), ['js', 'scripts']); // nothing added beside the copied files
+  // With --json (as the first require runs it): the same message as one line of JSON on stdout.
+  const json = spawnSync(process.execPath, [path.join(root, 'scripts', 'libtensorflow.js'), '--json'], {env, encoding: 'utf8'});
+  assert.equal(json.status, 1);
+  assert.deepEqual(JSON.parse(json.stdout), {ok: false, message: res.stderr.trim().replace(/^tfjs-node-rs: /, '')});
 });
 
 test('build: a missing cargo is reported clearly', async () => {

@@ -1,12 +1,28 @@
 'use strict';
-// What both the install scripts (scripts/libtensorflow.js) and the loader (native_loader_core.js)
+// What both the set-up script (scripts/libtensorflow.js) and the loader (native_loader_core.js)
 // must agree on about libtensorflow, written once.
 
 module.exports = {
   /** The TensorFlow release the addon is built against and the install provides. */
   TF_VERSION: '2.21.0',
-  /** Every platform's wheel is a manylinux_2_27 build. */
+  /** Every Linux wheel is a manylinux_2_27 build. */
   MIN_GLIBC: [2, 27],
+  /**
+   * The machines with a prebuilt addon, by `${process.platform}-${process.arch}`: the Rust target
+   * it is built for, napi-rs's name for the platform (which names the per-platform package,
+   * tfjs-node-rs-<napi>, and the addon file, tfjs-node-rs.<napi>.node), and how errors name it.
+   */
+  ADDON_PLATFORMS: {
+    'linux-x64': {rustTarget: 'x86_64-unknown-linux-gnu', napi: 'linux-x64-gnu', describe: 'Linux x64 with glibc >= 2.27'},
+    'linux-arm64': {rustTarget: 'aarch64-unknown-linux-gnu', napi: 'linux-arm64-gnu', describe: 'Linux arm64 with glibc >= 2.27'},
+  },
+  /** Machines users ask about that TensorFlow 2.21 has no build for: why, and what to do. */
+  UNSUPPORTED_NOTES: {
+    'darwin-x64': 'TensorFlow publishes no macOS x64 build of 2.21; on an Apple-silicon Mac, run the arm64 Node.js rather than one under Rosetta',
+    'win32-arm64': 'TensorFlow publishes no Windows on ARM build of 2.21',
+    'win32-ia32': 'TensorFlow has no 32-bit builds',
+    'linux-arm': 'TensorFlow has no 32-bit ARM builds; use a 64-bit (arm64) OS',
+  },
   /** The two libraries the addon links. */
   LIBS: ['libtensorflow_cc.so.2', 'libtensorflow_framework.so.2'],
   /** A directory holding LIBS to use instead of the wheel's (linked, not copied). */

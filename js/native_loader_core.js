@@ -14,21 +14,14 @@ const path = require('path');
 const ROOT = path.resolve(__dirname, '..');
 const MIN_NAPI = 8; // Cargo.toml: napi feature "napi8"
 const TF_MAJOR = 2;
-const {TF_VERSION: TF_BUILT_AGAINST, MIN_GLIBC, LIBS, ENV_DIR, COPY_ENV, CUDA_ENV, GPU_PACKAGE} = require('./libtensorflow_facts');
+const {TF_VERSION: TF_BUILT_AGAINST, MIN_GLIBC, LIBS, ENV_DIR, CUDA_ENV, GPU_PACKAGE, ADDON_PLATFORMS, UNSUPPORTED_NOTES} = require('./libtensorflow_facts');
 const {cudaLibraryPaths, packageCudaDir, cudaSwitch, nvidiaDriver} = require('./cuda');
-// The prebuilt addons (Linux, glibc), by process.arch: the Rust target and napi-rs's
-// platform name, which names the per-platform package and the addon file.
-const TARGETS = {
-  x64: {triple: 'x86_64-unknown-linux-gnu', platform: 'linux-x64-gnu'},
-  arm64: {triple: 'aarch64-unknown-linux-gnu', platform: 'linux-arm64-gnu'},
-};
-const SUPPORTED =
-  `Linux x64 or arm64 with glibc >= ${MIN_GLIBC.join('.')} ` +
-  `(targets ${Object.values(TARGETS).map((t) => t.triple).join(', ')})`;
-// This machine's; on another arch checkEnvironment stops the load before these are used.
-const OWN_TARGET = TARGETS[process.arch] || TARGETS.x64;
-const PLATFORM_PACKAGE = `tfjs-node-rs-${OWN_TARGET.platform}`;
-const ADDON_FILE = `tfjs-node-rs.${OWN_TARGET.platform}.node`;
+const {provideAtFirstUse, setupCommand} = require('./first_use');
+const SUPPORTED = Object.values(ADDON_PLATFORMS).map((p) => `${p.describe} (${p.rustTarget})`).join(', ');
+// This machine's; on another machine checkEnvironment stops the load before these are used.
+const OWN_TARGET = ADDON_PLATFORMS[`${process.platform}-${process.arch}`] || ADDON_PLATFORMS['linux-x64'];
+const PLATFORM_PACKAGE = `tfjs-node-rs-${OWN_TARGET.napi}`;
+const ADDON_FILE = `tfjs-node-rs.${OWN_TARGET.napi}.node`;
 const ERROR_CODE = 'TFJS_NODE_RS_LOAD';
 
 function loadError(message, cause) {
@@ -78,20 +71,22 @@ function versionBelow(version, min) {
  * Node.js whose N-API version is too old. Runs before the addon is loaded.
  */
 function checkEnvironment({platform, arch, glibc, napi, node} = detect()) {
-  if (platform !== 'linux' || !Object.hasOwn(TARGETS, arch)) {
+  const key = `${platform}-${arch}`;
+  if (!Object.hasOwn(ADDON_PLATFORMS, key)) {
+    const note = Object.hasOwn(UNSUPPORTED_NOTES, key) ? ` (${UNSUPPORTED_NOTES[key]})` : '';
     throw loadError(
-      `unsupported platform ${platform}/${arch}: prebuilt binaries exist only for ${SUPPORTED}. ` +
-        'Use such a machine or container (e.g. the node:20-bookworm-slim image).',
+      `unsupported platform ${platform}/${arch}${note}: prebuilt binaries exist only for ${SUPPORTED}. ` +
+        'Use such a machine or container (e.g. the node:22-bookworm-slim image).',
     );
   }
-  if (glibc === null || glibc === '') {
+  if (platform === 'linux' && (glibc === null || glibc === '')) {
     throw loadError(
       `unsupported C library: this Linux ${arch} system does not use glibc (musl, e.g. Alpine?), and ` +
-        `libtensorflow needs glibc. Prebuilt binaries exist only for ${SUPPORTED}; use a glibc-based ` +
-        'distribution or image (e.g. node:20-bookworm-slim instead of node:20-alpine).',
+        `TensorFlow publishes no musl build. Prebuilt binaries exist only for ${SUPPORTED}; use a ` +
+        'glibc-based distribution or image (e.g. node:22-bookworm-slim instead of node:22-alpine).',
     );
   }
-  if (glibc && versionBelow(glibc, MIN_GLIBC)) {
+  if (platform === 'linux' && glibc && versionBelow(glibc, MIN_GLIBC)) {
     throw loadError(
       `unsupported glibc ${glibc}: libtensorflow ${TF_BUILT_AGAINST} needs glibc >= ${MIN_GLIBC.join('.')}. ` +
         `Prebuilt binaries exist only for ${SUPPORTED} (e.g. Debian 10+, Ubuntu 18.04+, RHEL 8+).`,
@@ -198,19 +193,6 @@ function searchDirs(addon, {env = process.env, readFile = fs.readFileSync} = {})
   return [...new Set(dirs)];
 }
 
-// The target of deps/ when it is a link to the shared copy (scripts/libtensorflow.js)
-// that lacks lib, e.g. after the cache was cleaned; else null.
-function removedSharedCopy(deps, lib, fsImpl) {
-  let target;
-  try {
-    if (!fsImpl.lstatSync(deps).isSymbolicLink()) return null;
-    target = path.resolve(path.dirname(deps), fsImpl.readlinkSync(deps));
-  } catch {
-    return null;
-  }
-  return exists(path.join(target, 'lib', lib), fsImpl) ? null : target;
-}
-
 // Messages of an error and its causes (binding.js chains one per attempt).
 function messages(err) {
   const out = [];
@@ -235,7 +217,6 @@ const LOADER_NOISE = /^Cannot find native binding|^Cannot find module '[^']*wasi
 /** Turns an error from require('binding.js') into one clear Error. */
 function explainLoadError(err, {root = ROOT, env = process.env, resolve = require.resolve, fsImpl = fs, readFile = fs.readFileSync} = {}) {
   const all = messages(err);
-  const pkg = packageName(root, fsImpl);
   const text = all.join('\n');
   const candidates = addonCandidates({root, resolve, fsImpl});
   // One line per attempt (Node's "Require stack" continuation lines say nothing new).
@@ -244,17 +225,6 @@ function explainLoadError(err, {root = ROOT, env = process.env, resolve = requir
   const details = detailsOf(reported);
 
   const missing = /(libtensorflow[\w.+-]*\.so[\w.]*): cannot open shared object file/.exec(text);
-  const cleaned = missing && removedSharedCopy(path.join(root, 'deps'), missing[1], fsImpl);
-  if (cleaned) {
-    return loadError(
-      `libtensorflow is missing: ${path.join(root, 'deps')} links to this machine's shared copy of ` +
-        `libtensorflow ${TF_BUILT_AGAINST}, ${cleaned}, which no longer holds ${missing[1]} (the cache was ` +
-        `cleaned?). To fix it, run \`npm rebuild ${pkg}\`: it unpacks libtensorflow there again (from the ` +
-        `cached wheel, or downloading it). To keep the libraries inside the project instead, run it with ${COPY_ENV}=1.` +
-        details,
-      err,
-    );
-  }
   if (missing) {
     const addon = candidates[0] || path.join(root, ADDON_FILE);
     const dirs = searchDirs(addon, {env, readFile});
@@ -262,13 +232,11 @@ function explainLoadError(err, {root = ROOT, env = process.env, resolve = requir
     return loadError(
       `libtensorflow is missing: the addon ${addon} needs libtensorflow ${TF_BUILT_AGAINST} ` +
         `(${LIBS.join(' and ')}), and ${missing[1]} was not found in:\n${indent(dirs)}\n` +
-        `The install step puts it in ${ownDeps}${exists(ownDeps, fsImpl) ? ' (present but incomplete)' : ' (absent)'}. ` +
-        `To fix it, run \`npm rebuild ${pkg}\` (it takes TensorFlow's wheel from the cache ` +
-        '~/.cache/tfjs-node-rs or downloads it with pip), or set ' +
+        `The first require sets it up in ${ownDeps}${exists(ownDeps, fsImpl) ? ' (present but incomplete)' : ' (absent)'}. ` +
+        `To set it up again, run \`${setupCommand(root)}\` (it takes TensorFlow's wheel from the cache ` +
+        '~/.cache/tfjs-node-rs, or downloads it from the package index), or set ' +
         `${ENV_DIR} to a directory holding ${LIBS.join(' and ')} (e.g. site-packages/tensorflow of a ` +
-        `Python tensorflow ${TF_BUILT_AGAINST}) and run \`npm rebuild ${pkg}\`. If npm skipped the ` +
-        'install script (--ignore-scripts, or an allowScripts policy), allow it first with ' +
-        `\`npm install-scripts approve ${pkg}\` (npm versions with install-script approval).` +
+        `Python tensorflow ${TF_BUILT_AGAINST}) and require the package again.` +
         detailsOf(reported.filter((m) => /libtensorflow/.test(m))),
       err,
     );
@@ -288,7 +256,7 @@ function explainLoadError(err, {root = ROOT, env = process.env, resolve = requir
     return loadError(
       `the libtensorflow found is incompatible: it lacks the symbol ${symbol[1]}. tfjs-node-rs needs ` +
         `libtensorflow ${TF_MAJOR}.x (built against ${TF_BUILT_AGAINST}). If ${ENV_DIR} or LD_LIBRARY_PATH ` +
-        `points to another TensorFlow, fix or unset it and run \`npm rebuild ${pkg}\`.` +
+        'points to another TensorFlow, fix or unset it and require the package again.' +
         details,
       err,
     );
@@ -331,7 +299,7 @@ function checkTfVersion(binding) {
     throw loadError(
       `incompatible libtensorflow ${version}: tfjs-node-rs needs libtensorflow ${TF_MAJOR}.x ` +
         `(built against ${TF_BUILT_AGAINST}). If ${ENV_DIR} or LD_LIBRARY_PATH points to another ` +
-        'TensorFlow, fix or unset it and run `npm rebuild tfjs-node-rs`.',
+        'TensorFlow, fix or unset it and require the package again.',
     );
   }
   return version;
@@ -357,7 +325,7 @@ function preloadCuda(binding, {root = ROOT, env = process.env, fsImpl = fs, driv
     } catch (err) {
       throw loadError(
         `the CUDA libraries in ${dir} are incomplete or damaged: ${err.message}. To fix it, run ` +
-          `\`npm rebuild ${packageName(root, fsImpl)}\` (it unpacks them again from the cached wheels), or set ` +
+          `\`${setupCommand(root)}\` (it unpacks them again from the cached wheels), or set ` +
           `${CUDA_ENV}=0 to run on the CPU without them.`,
         err,
       );
@@ -387,8 +355,8 @@ function packageName(root, fsImpl = fs) {
 }
 
 /**
- * Loads the addon: environment checks, TF_CPP_MIN_LOG_LEVEL, require, error
- * explanation, TF_Version check. Returns the binding, with `TF_Version` set.
+ * Loads the addon: environment checks, libtensorflow provided at first use (js/first_use.js),
+ * TF_CPP_MIN_LOG_LEVEL, require, error explanation, TF_Version check. Returns the binding, with `TF_Version` set.
  */
 function load({
   system = detect(),
@@ -399,8 +367,14 @@ function load({
   fsImpl = fs,
   readFile = fs.readFileSync,
   driver = () => nvidiaDriver({fsImpl}),
+  provide = provideAtFirstUse,
 } = {}) {
   checkEnvironment(system);
+  const addon = addonCandidates({root, resolve, fsImpl})[0];
+  provide({
+    root, env, fsImpl, driver, makeError: loadError, log: (line) => process.stderr.write(`tfjs-node-rs: ${line}\n`),
+    addonDir: addon ? path.dirname(fsImpl.realpathSync(addon)) : null,
+  });
   // TensorFlow logs at INFO level while starting; keep warnings and errors only
   // unless the user chose a level. Must be set before libtensorflow is loaded.
   if (env.TF_CPP_MIN_LOG_LEVEL === undefined) env.TF_CPP_MIN_LOG_LEVEL = defaultLogLevel(root, fsImpl, driver);
@@ -434,7 +408,6 @@ module.exports = {
   MIN_GLIBC,
   TF_MAJOR,
   SUPPORTED,
-  TARGETS,
   PLATFORM_PACKAGE,
   ADDON_FILE,
 };

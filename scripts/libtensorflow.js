@@ -39,19 +39,19 @@ const {pipeline} = require('stream/promises');
 const {downloadFromIndex, INDEX_ERROR} = require('./pypi');
 const {stripSymbols, readAt} = require('./strip_symbols');
 
-const {TF_VERSION, MIN_GLIBC, LIBS, ENV_DIR, COPY_ENV, GPU_PACKAGE, CUDA_WHEELS, CUDA_ENV, MIN_DRIVER} = require('../js/libtensorflow_facts');
+const {TF_VERSION, MIN_GLIBC, LIBS, ENV_DIR, COPY_ENV, GPU_PACKAGE, CUDA_WHEELS, CUDA_ENV, MIN_DRIVER, ADDON_PLATFORMS} = require('../js/libtensorflow_facts');
 const {cudaLibraryPaths, packageCudaDir, nvidiaDriver, cudaSwitch} = require('../js/cuda');
-const {versionBelow} = require('../js/native_loader_core');
+const {versionBelow, SUPPORTED, addonCandidates} = require('../js/native_loader_core');
 // Per supported platform (`${process.platform}-${process.arch}`, and `-gpu` for the NVIDIA GPU
 // package's): the PyPI project whose wheel holds libtensorflow (Linux arm64 has no
 // tensorflow-cpu: its plain tensorflow wheel is the CPU build; on x64 the plain tensorflow
 // wheel is the CUDA build, which runs on the CPU where there is no GPU), that wheel's platform
-// tag and size, the two libraries' size as unpacked and once stripped, and the Rust target the
-// addon is built for (one addon serves both x64 variants).
+// tag and size, and the two libraries' size as unpacked and once stripped. Each has the addon of
+// its machine (ADDON_PLATFORMS; one addon serves both x64 variants).
 const PLATFORMS = {
-  'linux-x64': {project: 'tensorflow-cpu', wheelTag: 'manylinux_2_27_x86_64', wheelMB: 274, unpackedMB: 853, libsMB: 634, rustTarget: 'x86_64-unknown-linux-gnu'},
-  'linux-arm64': {project: 'tensorflow', wheelTag: 'manylinux_2_27_aarch64', wheelMB: 282, unpackedMB: 883, libsMB: 598, rustTarget: 'aarch64-unknown-linux-gnu'},
-  'linux-x64-gpu': {project: 'tensorflow', wheelTag: 'manylinux_2_27_x86_64', wheelMB: 546, unpackedMB: 1202, libsMB: 969, rustTarget: 'x86_64-unknown-linux-gnu'},
+  'linux-x64': {project: 'tensorflow-cpu', wheelTag: 'manylinux_2_27_x86_64', wheelMB: 274, unpackedMB: 853, libsMB: 634},
+  'linux-arm64': {project: 'tensorflow', wheelTag: 'manylinux_2_27_aarch64', wheelMB: 282, unpackedMB: 883, libsMB: 598},
+  'linux-x64-gpu': {project: 'tensorflow', wheelTag: 'manylinux_2_27_x86_64', wheelMB: 546, unpackedMB: 1202, libsMB: 969},
 };
 // The libraries are the same in every CPython build of the wheel; cp311 is the one
 // pip is asked for, and the first choice on the index.
@@ -81,12 +81,12 @@ function wheelSpec(key) {
 
 /** The Rust target of this machine's addon, or undefined on an unsupported machine. */
 function hostTarget() {
-  return (PLATFORMS[hostPlatform()] || {}).rustTarget;
+  return (ADDON_PLATFORMS[hostPlatform()] || {}).rustTarget;
 }
 
 /** The platform key whose addon is built for Rust target `triple`, or undefined. */
 function platformOfTarget(triple) {
-  return Object.keys(PLATFORMS).find((key) => PLATFORMS[key].rustTarget === triple);
+  return Object.keys(ADDON_PLATFORMS).find((key) => ADDON_PLATFORMS[key].rustTarget === triple);
 }
 const SETUP = 'TFJS_NODE_RS_SETUP';
 const ZIP_CORRUPT = 'TFJS_NODE_RS_ZIP_CORRUPT';
@@ -390,10 +390,7 @@ function checkPlatform({platform, arch, glibc}) {
   const detected = `detected platform=${platform}, arch=${arch}, libc=${libc}`;
   const key = `${platform}-${arch}`;
   if (!Object.hasOwn(PLATFORMS, key) || !glibc) {
-    throw setupError(
-      `unsupported platform: tfjs-node-rs supports only Linux x64 and Linux arm64 with glibc >= ` +
-        `${MIN_GLIBC.join('.')} (${detected}).`,
-    );
+    throw setupError(`unsupported platform: tfjs-node-rs has prebuilt binaries only for ${SUPPORTED} (${detected}).`);
   }
   const [maj, min] = String(glibc).split('.').map(Number);
   if (maj < MIN_GLIBC[0] || (maj === MIN_GLIBC[0] && min < MIN_GLIBC[1])) {
@@ -421,7 +418,7 @@ function fmtMB(bytes) {
 function noSpaceError(where, needed, cause) {
   return setupError(
     `not enough disk space in ${where}: libtensorflow ${TF_VERSION} needs about ${fmtMB(needed)} there ` +
-      `(${fmtMB(Math.max(0, freeBytes(where)))} free). Free some space and run \`npm install\` again.`,
+      `(${fmtMB(Math.max(0, freeBytes(where)))} free). Free some space and try again.`,
     cause,
   );
 }
@@ -755,7 +752,7 @@ async function fromWheel(tmp, spec, {env, log, index}, extract = extractWheel) {
       if (downloaded) {
         throw setupError(
           `the downloaded wheel ${wheel} is unreadable (${err.message}); it was deleted. ` +
-            'Run `npm install` again; if this repeats, check your PyPI mirror or proxy.',
+            'Try again; if this repeats, check your PyPI mirror or proxy.',
         );
       }
       log(`the cached wheel ${wheel} is unreadable (${err.message}); deleted it, downloading again`);
@@ -1042,8 +1039,8 @@ async function ensureCuda({root, env = process.env, log = defaultLog, index, cop
     log(mode === 'off'
       ? `${CUDA_ENV}=0: the CUDA libraries are not provided; TensorFlow runs on the CPU`
       : `no NVIDIA driver found (no /proc/driver/nvidia, no libcuda.so.1): the CUDA libraries (${CUDA_WHEEL_MB} MB ` +
-        `to download) are not fetched, and TensorFlow runs on the CPU. Once a driver is installed, run ` +
-        `\`npm rebuild ${GPU_PACKAGE}\` (or set ${CUDA_ENV}=1 to fetch them anyway).`);
+        `to download) are not fetched, and TensorFlow runs on the CPU. Once a driver is installed, the next ` +
+        `require of the package fetches them (or set ${CUDA_ENV}=1 to fetch them anyway).`);
     return null;
   }
   if (driver) log(`NVIDIA driver${driver.version ? ` ${driver.version}` : ''} found (${driver.where})`);
@@ -1164,10 +1161,7 @@ async function ensureLibtensorflow({root = DEFAULT_ROOT, log = defaultLog, env =
     fs.rmSync(tmp, {recursive: true, force: true});
     if (err.code === SETUP) throw err;
     if (err.code === 'ENOSPC') throw noSpaceError(path.dirname(err.path || deps), unpackBytes(key), err);
-    if (err.code === 'EACCES' || err.code === 'EPERM' || err.code === 'EROFS') {
-      const where = err.path || root;
-      throw setupError(`cannot write ${where} (${err.code}): make it writable and run \`npm install\` again.`, err);
-    }
+    if (isWriteError(err)) throw writeError(err, root);
     if (err.code === ZIP_CORRUPT) {
       throw setupError(`cannot read the tensorflow wheel: ${err.message}`, err);
     }
@@ -1175,15 +1169,76 @@ async function ensureLibtensorflow({root = DEFAULT_ROOT, log = defaultLog, env =
   }
 }
 
-async function main() {
+/**
+ * Makes addonDir/deps lead to root's deps/ (the addon's first RUNPATH entry is $ORIGIN/deps/lib):
+ * a link to where root's deps/ resolves, so that the per-platform package finds libtensorflow in
+ * any package manager's layout (js/first_use.js).
+ */
+function linkAddonDir(root, addonDir) {
+  const target = fs.realpathSync(path.join(root, 'deps'));
+  const link = path.join(addonDir, 'deps');
+  let current = null;
   try {
-    await ensureLibtensorflow();
+    current = fs.realpathSync(link);
+  } catch {
+    // absent, or a dangling link
+  }
+  if (current === target) return;
+  removeStale(addonDir, 'deps');
+  const tmp = `${link}.tmp-${process.pid}`;
+  fs.rmSync(tmp, {recursive: true, force: true});
+  fs.symlinkSync(target, tmp);
+  swapIn(tmp, link);
+}
+
+
+function isWriteError(err) {
+  return ['EACCES', 'EPERM', 'EROFS'].includes(err.code);
+}
+
+/** The setup error for a file system refusing to let the package at `root` write. */
+function writeError(err, root) {
+  return setupError(`cannot write ${err.path || root} (${err.code}): make it writable, or run ` +
+    `\`node ${path.join(root, 'scripts', 'libtensorflow.js')}\` once as a user who can.`, err);
+}
+
+/**
+ * Provides libtensorflow for the package at `root`, and the link in the folder of the addon it
+ * loads (`addonDir`, else the one found from root as the loader finds it); one process at a time
+ * per package (processes started at once wait for the first).
+ */
+async function provideForPackage({root = DEFAULT_ROOT, addonDir = null, log = defaultLog} = {}) {
+  try {
+    return await withLock(path.join(root, 'deps.lock'), log, async () => {
+      const res = await ensureLibtensorflow({root, log});
+      const addon = addonCandidates({root})[0];
+      const dir = addonDir || (addon && path.dirname(fs.realpathSync(addon)));
+      if (dir && path.resolve(dir) !== path.resolve(root)) linkAddonDir(root, dir);
+      return res;
+    });
   } catch (err) {
-    if (err.code === SETUP) {
-      process.stderr.write(`tfjs-node-rs: ${err.message}\n`);
-    } else {
-      process.stderr.write(`tfjs-node-rs: setting up libtensorflow failed unexpectedly:\n${err.stack || err}\n`);
-    }
+    throw isWriteError(err) ? writeError(err, root) : err;
+  }
+}
+
+// `node scripts/libtensorflow.js [--addon-dir DIR] [--json]`: what the first require does, ahead of
+// time (a Docker image build). --addon-dir: the folder of the addon to link (js/first_use.js
+// passes the one Node resolved); --json: the outcome as one line of JSON on stdout ({ok, deps} or
+// {ok: false, message}).
+async function main(argv = process.argv.slice(2)) {
+  const json = argv.includes('--json');
+  const at = argv.indexOf('--addon-dir');
+  const addonDir = at >= 0 ? argv[at + 1] : null;
+  const report = (outcome) => {
+    if (json) process.stdout.write(`${JSON.stringify(outcome)}\n`);
+  };
+  try {
+    const {deps} = await provideForPackage({addonDir});
+    report({ok: true, deps});
+  } catch (err) {
+    const message = err.code === SETUP ? err.message : `setting up libtensorflow failed unexpectedly: ${err.stack || err}`;
+    process.stderr.write(`tfjs-node-rs: ${message}\n`);
+    report({ok: false, message});
     process.exitCode = 1;
   }
 }

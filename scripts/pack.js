@@ -1,15 +1,18 @@
 #!/usr/bin/env node
 'use strict';
 // Packs the npm packages the napi-rs way:
-//   tfjs-node-rs-<version>.tgz                  the root package (JS, binding.js loader,
-//                                               postinstall that provides libtensorflow)
+//   tfjs-node-rs-<version>.tgz                  the root package (JS, binding.js loader, the
+//                                               script the first require runs to provide
+//                                               libtensorflow); its package.json has no scripts,
+//                                               so no package manager has an install script to
+//                                               block (the checkout's `prepare` is for developers)
 //   tfjs-node-rs-linux-x64-gnu-<version>.tgz    the per-platform packages (npm/linux-x64-gnu/,
 //   tfjs-node-rs-linux-arm64-gnu-<version>.tgz  npm/linux-arm64-gnu/), each holding its prebuilt
 //                                               tfjs-node-rs.<platform>.node
 //   tfjs-node-rs-gpu-<version>.tgz              the NVIDIA GPU package: the root package's files
 //                                               under npm/gpu/package.json's name, description,
-//                                               os and cpu, with npm/gpu/README.md (its
-//                                               postinstall provides the CUDA build; same addon)
+//                                               os and cpu, with npm/gpu/README.md (its first
+//                                               require provides the CUDA build; same addon)
 //
 // Before packing it copies the built addon into npm/<platform>/, checks the addon
 // (DT_NEEDED libtensorflow_cc.so.2, a RUNPATH that finds node_modules/tfjs-node-rs/deps/lib, and
@@ -32,16 +35,13 @@ const {spawnSync} = require('child_process');
 const ROOT = path.resolve(__dirname, '..');
 
 // napi target triple -> the platform suffix napi-rs uses in file and package names.
-const PLATFORMS = {
-  'x86_64-unknown-linux-gnu': 'linux-x64-gnu',
-  'aarch64-unknown-linux-gnu': 'linux-arm64-gnu',
-};
+const PLATFORMS = Object.fromEntries(Object.values(require('../js/libtensorflow_facts').ADDON_PLATFORMS).map((p) => [p.rustTarget, p.napi]));
 
 // What the root tarball must hold, and must not.
 const ROOT_REQUIRED = [
   'package.json', 'index.js', 'index.d.ts', 'binding.js', 'binding.d.ts',
-  'js/native_loader.js', 'js/native_loader_core.js', 'js/libtensorflow_facts.js', 'js/cuda.js',
-  'scripts/postinstall.js', 'scripts/libtensorflow.js', 'scripts/pypi.js', 'scripts/strip_symbols.js', 'scripts/build.js',
+  'js/native_loader.js', 'js/native_loader_core.js', 'js/first_use.js', 'js/libtensorflow_facts.js', 'js/cuda.js',
+  'scripts/libtensorflow.js', 'scripts/pypi.js', 'scripts/strip_symbols.js',
 ];
 const ROOT_FORBIDDEN = [
   /^src\//, /^Cargo\.(toml|lock)$/, /^build\.rs$/, /^deps\//, /^target\//, /\.node$/, /^__test__\//,
@@ -196,21 +196,24 @@ function checkRootContents(files) {
 }
 
 /**
- * Packs the GPU package (npm/gpu/) into `out`: a staging folder with the root package's files,
- * npm/gpu/README.md, and the root's package.json with npm/gpu/package.json's fields in place.
+ * Packs the root package, or with `variant` (npm/gpu/) the GPU package, into `out`: a staging
+ * folder with the root package's files, README.md (npm/gpu/README.md for the GPU package), and
+ * the root's package.json without its scripts (development commands only: a published package
+ * with an install script is one package managers now block), with the variant's fields in place.
  */
-function packGpu(root, out) {
+function packStaged(root, out, variant = null) {
   const pkg = readJson(path.join(root, 'package.json'));
-  const gpuDir = path.join(root, 'npm', 'gpu');
-  const own = readJson(path.join(gpuDir, 'package.json'));
+  delete pkg.scripts;
+  const variantDir = variant && path.join(root, 'npm', variant);
+  const own = variantDir ? readJson(path.join(variantDir, 'package.json')) : {};
   const {GPU_PACKAGE} = require('../js/libtensorflow_facts');
-  if (own.name !== GPU_PACKAGE) throw fail(`npm/gpu/package.json: name is ${own.name}, expected ${GPU_PACKAGE}`);
-  const stage = path.join(out, `.gpu-stage-${process.pid}`);
+  if (variant && own.name !== GPU_PACKAGE) throw fail(`npm/${variant}/package.json: name is ${own.name}, expected ${GPU_PACKAGE}`);
+  const stage = path.join(out, `.stage-${variant || 'root'}-${process.pid}`);
   fs.rmSync(stage, {recursive: true, force: true});
   try {
     fs.mkdirSync(stage, {recursive: true});
     for (const entry of pkg.files) fs.cpSync(path.join(root, entry), path.join(stage, entry), {recursive: true});
-    fs.copyFileSync(path.join(gpuDir, 'README.md'), path.join(stage, 'README.md'));
+    fs.copyFileSync(path.join(variantDir || root, 'README.md'), path.join(stage, 'README.md'));
     fs.writeFileSync(path.join(stage, 'package.json'), `${JSON.stringify({...pkg, ...own}, null, 2)}\n`);
     const packed = npmPack(stage, out);
     checkRootContents(packed.files);
@@ -249,10 +252,9 @@ async function pack({root = ROOT, out = ROOT, build = false, targets = null} = {
     log(`${path.basename(packed.file)}: ${fmtMB(packed.size)} (${packed.files.join(', ')})`);
     platforms.push({name: p.name, ...packed});
   }
-  const rootPacked = npmPack(root, out);
-  checkRootContents(rootPacked.files);
+  const rootPacked = packStaged(root, out);
   log(`${path.basename(rootPacked.file)}: ${fmtMB(rootPacked.size)}, ${rootPacked.files.length} files`);
-  const gpuPacked = packGpu(root, out);
+  const gpuPacked = packStaged(root, out, 'gpu');
   log(`${path.basename(gpuPacked.file)}: ${fmtMB(gpuPacked.size)}, ${gpuPacked.files.length} files`);
   const seconds = (Date.now() - started) / 1000;
   log(`packed in ${seconds.toFixed(1)} s into ${out}`);

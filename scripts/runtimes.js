@@ -13,6 +13,9 @@ const {cacheDir, log} = require('./libtensorflow');
 const NODE_VERSIONS = ['22.23.5', '24.22.3', '26.12.1'];
 const BUN_VERSION = '1.4.5';
 const DENO_VERSION = '2.9.6';
+/** The package managers the install test adds the packed packages with, besides npm. */
+const PNPM_VERSION = '12.23.0';
+const YARN_VERSION = '4.18.1';
 
 /**
  * The file `bin` inside npm package `name@version`, unpacked into the cache on first use
@@ -57,4 +60,14 @@ function denoBinary(arch = process.arch) {
   return packagedBinary(`@deno/linux-${arch}-glibc`, DENO_VERSION, 'deno');
 }
 
-module.exports = {NODE_VERSIONS, BUN_VERSION, DENO_VERSION, nodeBinary, bunBinary, denoBinary};
+/** pnpm's own executable (pnpm 11 and later ship one per platform) for this Linux machine. */
+function pnpmBinary(arch = process.arch) {
+  return packagedBinary(`@pnpm/exe.linux-${arch}`, PNPM_VERSION, 'pnpm');
+}
+
+/** Yarn (berry), a script run with Node.js. */
+function yarnScript() {
+  return packagedBinary('@yarnpkg/cli-dist', YARN_VERSION, path.join('bin', 'yarn.js'));
+}
+
+module.exports = {NODE_VERSIONS, BUN_VERSION, DENO_VERSION, nodeBinary, bunBinary, denoBinary, pnpmBinary, yarnScript};

@@ -12,8 +12,10 @@
 //      unpacks the aarch64 tensorflow wheel into its shared copy in ~/.cache/tfjs-node-rs/) and
 //      packs the root package and tfjs-node-rs-linux-arm64-gnu (scripts/pack.js);
 //   3. installs both tarballs into a fresh project with npm itself running on the arm64 node, so
-//      that npm picks the arm64 package by its os/cpu/libc and the postinstall, on arm64 too,
-//      links the arm64 shared copy; Rust and Python are off PATH (as in test:install);
+//      that npm picks the arm64 package by its os/cpu/libc; then the package's set-up script
+//      (what the first require runs, here ahead of time: the require's child process would be an
+//      arm64 executable, which this machine cannot start without binfmt_misc, see below) links
+//      the arm64 shared copy, on arm64 too; Rust and Python are off PATH (as in test:install);
 //   4. checks the layout and that the addon loads the arm64 libtensorflow, trains test:install's
 //      small model, and runs, from inside the installed package, a subset of __test__ (SUITES)
 //      and of tfjs-core's conformance suite (CONFORMANCE).
@@ -116,8 +118,7 @@ function ensureRustTarget() {
   if (!installed.split('\n').includes(TARGET)) run('rustup', ['target', 'add', TARGET], {env, label: `rustup target add ${TARGET}`});
 }
 
-// A `node` command that runs the arm64 node under qemu, for PATH (npm runs `node` for the
-// postinstall) and for this script.
+// A `node` command that runs the arm64 node under qemu, for PATH and for this script.
 function qemuNode(dir) {
   const armNode = nodeBinary(NODE_VERSIONS[0], 'arm64');
   fs.mkdirSync(dir, {recursive: true});
@@ -161,6 +162,8 @@ function checkInstall(project, env, node) {
   if (!fs.lstatSync(deps).isSymbolicLink() || fs.readlinkSync(deps) !== shared) {
     throw fail(`${deps} is not a link to the arm64 shared copy ${shared}`);
   }
+  const addonDeps = path.join(path.dirname(addon), 'deps');
+  if (fs.realpathSync(addonDeps) !== fs.realpathSync(shared)) throw fail(`${addonDeps} does not lead to the arm64 shared copy ${shared}`);
   const loaded = JSON.parse(run(node, ['-e', LOAD_CHECK], {cwd: project, env, label: 'loading the addon'}).stdout.trim().split('\n').pop());
   log(`  ${JSON.stringify(loaded)}`);
   if (loaded.arch !== 'arm64' || !/^2\./.test(loaded.tfVersion)) throw fail(`unexpected load result ${JSON.stringify(loaded)}`);
@@ -229,10 +232,13 @@ async function main() {
     const project = path.join(tmp, 'project');
     writeProject(project, PLATFORM_PACKAGE);
     const install = timed('[arm64] npm install (npm on the arm64 node)', () => run(node, [
-      npmCli(), 'install', '--no-audit', '--no-fund', '--prefer-offline', '--foreground-scripts',
+      npmCli(), 'install', '--ignore-scripts', '--no-audit', '--no-fund', '--prefer-offline',
       packed.platforms[0].file, packed.root.file,
     ], {cwd: project, env, label: 'npm install'}));
     for (const line of install.output.split('\n').filter((l) => /tfjs-node-rs:/.test(l))) log(`  ${line.trim()}`);
+    const setup = timed('[arm64] node node_modules/tfjs-node-rs/scripts/libtensorflow.js', () =>
+      run(node, [path.join('node_modules', 'tfjs-node-rs', 'scripts', 'libtensorflow.js')], {cwd: project, env, label: 'the set-up script'}));
+    for (const line of setup.output.split('\n').filter((l) => /tfjs-node-rs:/.test(l))) log(`  ${line.trim()}`);
     checkInstall(project, env, node);
     const trained = timed('[arm64] train a model', () => run(node, ['train.js'], {cwd: project, env, label: 'train.js'}));
     log(`  ${trained.stdout.trim().split('\n').pop()}`);

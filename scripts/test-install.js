@@ -6,30 +6,36 @@
 //   1. packs the root package and the per-platform package (scripts/pack.js;
 //      builds the addon first if it is missing or stale);
 //   2. with cargo, rustc, python3 and pip removed from PATH (CARGO_HOME /
-//      RUSTUP_HOME pointing nowhere), installs `npm install <platform tgz> <root tgz>`
-//      into fresh projects in the temp folder:
+//      RUSTUP_HOME pointing nowhere), installs `npm install --ignore-scripts <platform tgz>
+//      <root tgz>` into fresh projects in the temp folder (the packages have no install
+//      scripts: the first require provides libtensorflow, js/first_use.js):
 //        env:    TFJS_NODE_RS_LIBTENSORFLOW=<repo>/deps/lib (deps/ in the project,
-//                libs symlinked); then, with deps/ removed, the load error says
-//                libtensorflow is missing, and `npm rebuild tfjs-node-rs` fixes it;
-//        shared: an empty cache (XDG_CACHE_HOME in the temp folder), filled by the
-//                postinstall's own index client (no pip) from the package index:
+//                libs symlinked); then, with deps/ removed, the next require makes it again;
+//        shared: an empty cache (XDG_CACHE_HOME in the temp folder), filled at the first
+//                require by the package's own index client (no pip) from the package index:
 //                by default a mirror on 127.0.0.1 that serves the wheel this
 //                machine already has (see indexSource), or the real index
-//                (--index real). Two projects, the second one's install timed;
-//                each project's node_modules/tfjs-node-rs must stay under 50 MB.
-//                Then the shared copy is removed (a cleaned cache): the load error
-//                says so, and `npm rebuild tfjs-node-rs` repairs it;
+//                (--index real). The first project's first require runs in two processes
+//                at once (one fetches, the other waits for it); a second project reuses the
+//                shared copy; each project's node_modules/tfjs-node-rs must stay under 50 MB.
+//                Then the shared copy is removed (a cleaned cache), and the next require
+//                provides it again;
 //        copy:   TFJS_NODE_RS_COPY_LIBTENSORFLOW=1: the libraries inside the project;
 //        alias:  the root package installed as `@tensorflow/tfjs-node` (what npm's
 //                `@tensorflow/tfjs-node@npm:tfjs-node-rs` makes, so that libraries built
 //                for tfjs-node use this package), TFJS_NODE_RS_LIBTENSORFLOW set:
 //                `require('@tensorflow/tfjs-node')` runs ops on the 'tensorflow' backend
 //                and its binding carries tfjs-node's TF_Version;
+//        managers: `pnpm add` (pnpm's own layout: the platform package in node_modules/.pnpm,
+//                away from the root package), `bun add` (the program run by Bun) and
+//                `yarn add` (Yarn 4 with its node_modules linker), from npm's registry, and npm's
+//                install run by Deno; this machine's cache: none of them reports an install
+//                script of these packages, and a model trains on each;
 //        gpu:    the NVIDIA GPU package tfjs-node-rs-gpu, offline: an empty cache holding only
 //                (links to) this machine's tensorflow (CUDA build) wheel, an unreachable index;
 //                deps/ links the GPU build's shared copy; without an NVIDIA driver no cuda/ and
 //                TF reports no GPU; where this machine's cache also holds the nvidia-*-cu12
-//                wheels, `TFJS_NODE_RS_CUDA=1 npm rebuild tfjs-node-rs-gpu` links cuda/ and every
+//                wheels, a require with `TFJS_NODE_RS_CUDA=1` links cuda/ and every
 //                CUDA library is loaded from there; then the package installed as
 //                `@tensorflow/tfjs-node-gpu` (npm's alias);
 //      each time it checks: no registry fetch of the tfjs-node-rs packages, no Rust
@@ -37,7 +43,7 @@
 //      where deps/ says; a small model trains on the 'tensorflow' backend;
 //   3. prints the timings and sizes; removes the temp folder (unless --keep).
 //
-//   node scripts/test-install.js [--mode all|env|shared|copy|alias|gpu] [--index mirror|real] [--keep] [--root DIR]
+//   node scripts/test-install.js [--mode all|env|shared|copy|alias|managers|gpu] [--index mirror|real] [--keep] [--root DIR]
 
 const fs = require('fs');
 const os = require('os');
@@ -88,8 +94,8 @@ async function timed(label, fn) {
   }
 }
 
-const MODES = ['env', 'shared', 'copy', 'alias', 'gpu'];
-const USAGE = 'usage: node scripts/test-install.js [--mode all|env|shared|copy|alias|gpu] [--index mirror|real] [--keep] [--root DIR]';
+const MODES = ['env', 'shared', 'copy', 'alias', 'managers', 'gpu'];
+const USAGE = 'usage: node scripts/test-install.js [--mode all|env|shared|copy|alias|managers|gpu] [--index mirror|real] [--keep] [--root DIR]';
 /** The names libraries made for tfjs-node and tfjs-node-gpu require. */
 const ALIAS = '@tensorflow/tfjs-node';
 const GPU_ALIAS = '@tensorflow/tfjs-node-gpu';
@@ -203,6 +209,37 @@ function nodeScript(project, env, code, label, allowFail = false) {
   return run(process.execPath, ['-e', code], {cwd: project, env, label, allowFail});
 }
 
+// Runs `code` with node in `project` without blocking the event loop (several at once).
+function nodeScriptAsync(project, env, code) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['-e', code], {cwd: project, env, stdio: ['ignore', 'pipe', 'pipe']});
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    child.on('error', reject);
+    child.on('close', (status) => {
+      if (status === 0) resolve({stdout, stderr});
+      else reject(fail(`node -e <load check> exited with code ${status}:\n${stderr.trim().split('\n').slice(-30).join('\n')}`));
+    });
+  });
+}
+
+/** Fails when a package manager's output names an install script of one of these packages. */
+function checkNoInstallScripts(output, label) {
+  const ours = output.split('\n').filter((l) => /script/i.test(l) && /tfjs-node-rs/.test(l) && !/^npm http/.test(l));
+  if (ours.length) throw fail(`${label} reports an install script of these packages:\n${ours.join('\n')}`);
+}
+
+function readMarker(pkgDir) {
+  const file = path.join(pkgDir, 'deps', '.complete');
+  try {
+    return JSON.parse(fs.readFileSync(file, 'utf8'));
+  } catch {
+    throw fail(`the first require did not provide libtensorflow (${file} is missing)`);
+  }
+}
+
 function findFiles(dir, test, out = []) {
   let items;
   try {
@@ -295,9 +332,6 @@ function writeProject(dir, platformPackage = PLATFORM_PACKAGE, pkg = 'tfjs-node-
     name: 'tfjs-node-rs-install-test',
     version: '0.0.0',
     private: true,
-    // npm versions with install-script approval run (or, in the future, only run)
-    // the postinstall that provides libtensorflow when it is allowed.
-    allowScripts: {[pkg]: true},
     // The root package's optional dependency on the platform package resolves to
     // the tarball given on the command line, with no registry lookup.
     overrides: {[platformPackage]: `$${platformPackage}`},
@@ -339,23 +373,20 @@ function expectedDeps(layout, {pkgDir, env, libDir, key}) {
 // Installs the packed packages into a new project and checks and uses it.
 // layout: 'env' ($TFJS_NODE_RS_LIBTENSORFLOW), 'link' (the shared copy) or 'copy'.
 // pkg: the root package (tfjs-node-rs, or the GPU package with gpu: true, whose libtensorflow is
-// the shared copy of platform key GPU_KEY). Returns the project, the package's folder and what
-// the load check saw.
-async function installProject(name, layout, {tmp, packed, env, libDir, gpu = false}) {
+// the shared copy of platform key GPU_KEY); together: the first require in two processes at once.
+// Returns the project, the package's folder and what the load check saw.
+async function installProject(name, layout, {tmp, packed, env, libDir, gpu = false, together = false}) {
   const pkg = gpu ? GPU_PACKAGE : 'tfjs-node-rs';
   const key = gpu ? GPU_KEY : undefined;
   const project = path.join(tmp, `project-${name}`);
   writeProject(project, PLATFORM_PACKAGE, pkg);
   const platformTgz = packed.platforms[0].file;
   const rootTgz = gpu ? packed.gpu.file : packed.root.file;
-  const install = await timed(`[${name}] npm install`, () =>
-    npm(['install', '--no-audit', '--no-fund', '--prefer-offline', '--foreground-scripts', '--loglevel', 'http', platformTgz, rootTgz], {
+  const install = await timed(`[${name}] npm install --ignore-scripts`, () =>
+    npm(['install', '--ignore-scripts', '--no-audit', '--no-fund', '--prefer-offline', '--loglevel', 'http', platformTgz, rootTgz], {
       cwd: project, env, label: 'npm install',
     }));
-  const ours = install.output.split('\n').filter((line) => /tfjs-node-rs:/.test(line) && !/npm http/.test(line));
-  for (const line of ours) log(`  ${line.trim()}`);
-  const postinstall = ours.map((l) => /postinstall took ([\d.]+) s/.exec(l)).find(Boolean);
-  if (postinstall) timings.push([`[${name}] of which postinstall`, Number(postinstall[1])]);
+  checkNoInstallScripts(install.output, `npm install (${name})`);
 
   // The root and platform packages came from their tarballs, never from the registry. npm only
   // looks up the other platforms' packages (a 404 until they are published), and skips them.
@@ -384,13 +415,18 @@ async function installProject(name, layout, {tmp, packed, env, libDir, gpu = fal
   }
   const built = findFiles(project, (p, it) => it.isDirectory() && it.name === 'target' && exists(path.join(p, 'release')));
   if (built.length) throw fail(`a Rust build ran: ${built.join(', ')}`);
-  // libtensorflow provided by postinstall, in the expected layout.
-  let marker;
-  try {
-    marker = JSON.parse(fs.readFileSync(path.join(pkgDir, 'deps', '.complete'), 'utf8'));
-  } catch {
-    throw fail(`postinstall did not provide libtensorflow (${path.join(pkgDir, 'deps', '.complete')} is missing); npm output:\n${install.output.slice(-4000)}`);
+  if (exists(path.join(pkgDir, 'deps'))) throw fail(`${path.join(pkgDir, 'deps')} exists before the first require`);
+
+  // The first require provides libtensorflow (js/first_use.js); with `together`, two processes
+  // at once, one of which waits for the other.
+  const firstLoads = await timed(`[${name}] first require${together ? ', two processes at once' : ''}`, () =>
+    Promise.all(Array.from({length: together ? 2 : 1}, () => nodeScriptAsync(project, env, loadCheck(pkg)))));
+  for (const first of firstLoads) {
+    const said = first.stderr.split('\n').filter((l) => /tfjs-node-rs:/.test(l)).map((l) => l.trim());
+    for (const line of said) log(`  ${line.slice(0, 240)}`);
+    if (!said.some((l) => /first use of this install/.test(l))) throw fail(`the first require did not say it provides libtensorflow:\n${first.stderr}`);
   }
+  const marker = readMarker(pkgDir);
   const want = expectedDeps(layout, {pkgDir, env, libDir, key});
   if (marker.kind !== want.kind) throw fail(`deps/ was made from ${marker.kind} (${marker.source}), expected ${want.kind}`);
   log(`  libtensorflow ${marker.version} from ${marker.kind} ${marker.source}`);
@@ -403,6 +439,7 @@ async function installProject(name, layout, {tmp, packed, env, libDir, gpu = fal
   // The prebuilt addon finds libtensorflow through its RUNPATH, where deps/ says.
   const loaded = await timed(`[${name}] load the addon`, () => {
     const res = nodeScript(project, env, loadCheck(pkg), 'loading the addon');
+    if (/first use of this install/.test(res.stderr)) throw fail(`a second require provided libtensorflow again:\n${res.stderr}`);
     return JSON.parse(res.stdout.trim().split('\n').pop());
   });
   log(`  ${JSON.stringify(loaded)}`);
@@ -445,15 +482,14 @@ async function installAlias({tmp, packed, env, gpu = false}) {
   const project = path.join(tmp, `project-${label}`);
   writeProject(project, PLATFORM_PACKAGE, alias);
   await timed(`[${label}] npm install ${alias}@file:<${gpu ? 'gpu' : 'root'} tgz>`, () =>
-    npm(['install', '--no-audit', '--no-fund', '--prefer-offline', packed.platforms[0].file,
+    npm(['install', '--ignore-scripts', '--no-audit', '--no-fund', '--prefer-offline', packed.platforms[0].file,
          `${alias}@file:${gpu ? packed.gpu.file : packed.root.file}`], {cwd: project, env, label: `npm install (${label})`}));
-  const installed = path.join(project, 'node_modules', ...alias.split('/'));
-  if (!exists(path.join(installed, 'deps', '.complete'))) throw fail(`postinstall did not provide libtensorflow in ${installed}/deps`);
   const used = await timed(`[${label}] require('${alias}')`, () => {
     const res = nodeScript(project, env, aliasCheck(alias), `require('${alias}')`);
     return JSON.parse(res.stdout.trim().split('\n').pop());
   });
   log(`  ${JSON.stringify(used)}`);
+  readMarker(path.join(project, 'node_modules', ...alias.split('/')));
   if (used.backend !== 'tensorflow') throw fail(`tf.getBackend() is '${used.backend}', not 'tensorflow'`);
   if (!/^2\./.test(used.tfVersion)) throw fail(`tf.backend().binding.TF_Version is ${used.tfVersion}`);
   if (!used.rs) throw fail(`require('${alias}') is not tfjs-node-rs`);
@@ -461,30 +497,16 @@ async function installAlias({tmp, packed, env, gpu = false}) {
   return {project, used};
 }
 
-// The load error when libtensorflow is gone says `expected`, and `npm rebuild
-// tfjs-node-rs` brings it back.
-async function breakAndRebuild(name, {project, env, expected}) {
-  // The loader throws; require('tfjs-node-rs') may throw it or (tfjs initializes
-  // backends lazily) print it when the backend fails to start: either way the
-  // user must see it.
-  const probes = {
-    'tfjs-node-rs/js/native_loader': "require('tfjs-node-rs/js/native_loader')",
-    'tfjs-node-rs': "const tf = require('tfjs-node-rs'); Promise.resolve(tf.ready && tf.ready())" +
-      ".then(() => console.log('backend: ' + tf.getBackend()))",
-  };
-  for (const [what, code] of Object.entries(probes)) {
-    const broken = nodeScript(project, env, code, `require('${what}') without libtensorflow`, true);
-    if (what === 'tfjs-node-rs/js/native_loader' && broken.status === 0) throw fail(`require('${what}') without libtensorflow succeeded`);
-    if (!expected.test(broken.output) || !/npm rebuild tfjs-node-rs/.test(broken.output)) {
-      throw fail(`require('${what}') without libtensorflow did not say ${expected}:\n${broken.output}`);
-    }
-    const line = broken.output.split('\n').find((l) => expected.test(l)).trim();
-    log(`  require('${what}') (exit code ${broken.status}): ${line.slice(0, 200)}...`);
-  }
-  await timed(`[${name}] npm rebuild tfjs-node-rs`, () =>
-    npm(['rebuild', 'tfjs-node-rs', '--no-audit', '--no-fund'], {cwd: project, env, label: 'npm rebuild tfjs-node-rs'}));
-  const again = nodeScript(project, env, "console.log(require('tfjs-node-rs/js/native_loader').tfVersion())", 'loading after npm rebuild');
-  if (!/^2\./.test(again.stdout.trim())) throw fail(`after npm rebuild: ${again.output}`);
+// With libtensorflow gone (`remove()`), the next require says why (`expected`) and provides it
+// again, and the package works.
+async function breakAndRepair(name, {project, env, remove, expected}) {
+  remove();
+  const again = await timed(`[${name}] require after removing libtensorflow`, () =>
+    nodeScript(project, env, "console.log(require('tfjs-node-rs/js/native_loader').tfVersion())", 'require after removing libtensorflow'));
+  const said = again.stderr.split('\n').find((l) => /first use of this install/.test(l));
+  if (!said || !expected.test(said)) throw fail(`the require after removing libtensorflow did not say ${expected}:\n${again.output}`);
+  log(`  ${said.trim().slice(0, 240)}`);
+  if (!/^2\./.test(again.stdout.trim())) throw fail(`after removing libtensorflow: ${again.output}`);
 }
 
 // The GPU package offline: an empty cache of its own holding links to this machine's wheels (the
@@ -514,16 +536,14 @@ async function testGpu({tmp, packed, env}) {
   if (haveCuda) {
     // Without a driver the loader leaves the CUDA libraries alone unless told to load them.
     const cudaEnv = {...gpuEnv, [CUDA_ENV]: '1'};
-    await timed(`[gpu] ${CUDA_ENV}=1 npm rebuild ${GPU_PACKAGE}`, () =>
-      npm(['rebuild', GPU_PACKAGE, '--no-audit', '--no-fund'], {cwd: project, env: cudaEnv, label: `npm rebuild ${GPU_PACKAGE}`}));
     const shared = sharedCudaDir(gpuEnv);
-    if (!isLinkTo(cudaLink, shared)) throw fail(`${cudaLink} is not a link to the shared CUDA libraries ${shared}`);
-    const withCuda = await timed('[gpu] load the addon and the CUDA libraries', () =>
+    const withCuda = await timed(`[gpu] ${CUDA_ENV}=1: the next require provides and loads the CUDA libraries`, () =>
       JSON.parse(nodeScript(project, cudaEnv, loadCheck(GPU_PACKAGE), 'loading the CUDA libraries').stdout.trim().split('\n').pop()));
     const want = cudaLibraryPaths(shared).map((p) => fs.realpathSync(p)).sort();
     if (JSON.stringify([...withCuda.cudaLibs].sort()) !== JSON.stringify(want)) {
       throw fail(`the CUDA libraries loaded are ${withCuda.cudaLibs.join(', ')}, expected ${want.join(', ')}`);
     }
+    if (!isLinkTo(cudaLink, shared)) throw fail(`${cudaLink} is not a link to the shared CUDA libraries ${shared}`);
     log(`  ${withCuda.cudaLibs.length} CUDA libraries loaded from ${shared}; GPU: ${withCuda.gpu}`);
     sizes.push(['[gpu] the shared CUDA libraries', diskUsage(shared)]);
     await timed('[gpu] train with the CUDA libraries loaded', () => run(process.execPath, ['train.js'], {cwd: project, env: cudaEnv, label: 'train.js'}));
@@ -538,6 +558,81 @@ async function testGpu({tmp, packed, env}) {
   }
 }
 
+// Package tarballs standing in for the other platforms' packages (not published from here):
+// name, version, os and cpu only, so that a package manager that resolves every optional
+// dependency (Yarn) does so offline, and then skips them on this machine.
+function otherPlatformStubs(tmp) {
+  return OTHER_PLATFORM_PACKAGES.map((name) => {
+    const suffix = name.slice('tfjs-node-rs-'.length);
+    const {version, os: osList, cpu, libc} = JSON.parse(fs.readFileSync(path.join(ROOT, 'npm', suffix, 'package.json'), 'utf8'));
+    const dir = path.join(tmp, 'stubs', suffix);
+    fs.mkdirSync(path.join(dir, 'package'), {recursive: true});
+    fs.writeFileSync(path.join(dir, 'package', 'package.json'), JSON.stringify({name, version, os: osList, cpu, libc}));
+    const file = path.join(tmp, 'stubs', `${name}-${version}.tgz`);
+    run('tar', ['czf', file, '-C', dir, 'package'], {label: `tar ${name}`});
+    return {name, file};
+  });
+}
+
+/**
+ * The packages added with pnpm, Bun and Yarn (from npm's registry; their install scripts off, as
+ * each now does by default), and with npm for a program run by Deno: no output about an install
+ * script of ours; the first run of train.cjs (with Bun for Bun, Deno for Deno) provides
+ * libtensorflow next to the addon wherever the manager put it, and a model trains.
+ */
+async function testManagers({tmp, packed, env}) {
+  const {pnpmBinary, bunBinary, denoBinary, yarnScript} = require('./runtimes');
+  const {cmd: npmCmd, pre: npmPre} = npmCommand(env);
+  const platformTgz = packed.platforms[0].file;
+  const rootTgz = packed.root.file;
+  const stubs = otherPlatformStubs(tmp);
+  const managers = [
+    {
+      name: 'pnpm',
+      files: {'pnpm-workspace.yaml': `overrides:\n  ${PLATFORM_PACKAGE}: file:${platformTgz}\nstrictDepBuilds: false\n`},
+      add: [pnpmBinary(), ['add', rootTgz]],
+      runner: process.execPath,
+    },
+    {
+      name: 'bun',
+      manifest: {overrides: {[PLATFORM_PACKAGE]: platformTgz}},
+      add: [bunBinary(), ['add', rootTgz]],
+      runner: bunBinary(),
+    },
+    {
+      name: 'yarn',
+      manifest: {resolutions: Object.fromEntries([[PLATFORM_PACKAGE, platformTgz], ...stubs.map((p) => [p.name, p.file])]
+        .map(([n, f]) => [n, `file:${f}`]))},
+      files: {'.yarnrc.yml': 'nodeLinker: node-modules\nenableTelemetry: false\n', 'yarn.lock': ''},
+      add: [process.execPath, [yarnScript(), 'add', `tfjs-node-rs@file:${rootTgz}`]],
+      runner: process.execPath,
+    },
+    {
+      // Deno runs a package.json project's node_modules; -A grants what the addon needs (FFI).
+      name: 'deno',
+      add: [npmCmd, [...npmPre, 'install', '--ignore-scripts', '--no-audit', '--no-fund', platformTgz, rootTgz]],
+      runner: denoBinary(),
+      runnerArgs: ['run', '-A'],
+    },
+  ];
+  for (const m of managers) {
+    const project = path.join(tmp, `project-${m.name}`);
+    writeProject(project);
+    const manifest = JSON.parse(fs.readFileSync(path.join(project, 'package.json'), 'utf8'));
+    delete manifest.overrides;
+    fs.writeFileSync(path.join(project, 'package.json'), JSON.stringify({...manifest, ...m.manifest}, null, 2));
+    for (const [file, text] of Object.entries(m.files || {})) fs.writeFileSync(path.join(project, file), text);
+    const added = await timed(`[${m.name}] install`, () => run(m.add[0], m.add[1], {cwd: project, env, label: `${m.name}: install`}));
+    checkNoInstallScripts(added.output, `${m.name}: install`);
+    // train.cjs: Deno reads a .js file without package.json's "type" as an ES module.
+    fs.copyFileSync(path.join(project, 'train.js'), path.join(project, 'train.cjs'));
+    const trained = await timed(`[${m.name}] first run of train.cjs`, () =>
+      run(m.runner, [...(m.runnerArgs || []), 'train.cjs'], {cwd: project, env, label: `train.cjs (${m.name})`}));
+    if (!/first use of this install/.test(trained.stderr)) throw fail(`[${m.name}] the first run did not provide libtensorflow:\n${trained.stderr}`);
+    log(`  ${trained.stdout.trim().split('\n').pop()}`);
+  }
+}
+
 function isLinkTo(link, target) {
   try {
     return fs.readlinkSync(link) === target;
@@ -549,7 +644,7 @@ function isLinkTo(link, target) {
 // Where the shared and copy modes' empty cache gets the wheel from. By default a
 // mirror on 127.0.0.1 serving the wheel this machine's cache already holds (put
 // there by the checkout's own `npm install`, which fetched and checked it with the
-// same index client): the postinstall runs the whole download path (simple-API
+// same index client): the first require runs the whole download path (simple-API
 // JSON, streaming, sha256) without moving 274 MB over the network on every CI
 // run. With --index real, or when the machine has no wheel, the real index.
 function findMachineWheel() {
@@ -608,8 +703,10 @@ async function main() {
       const envEnv = {...env, [ENV_DIR]: libDir};
       if (modes.includes('env')) {
         const {project, pkgDir} = await installProject('env', 'env', {...ctx, env: envEnv, libDir});
-        fs.rmSync(path.join(pkgDir, 'deps'), {recursive: true, force: true});
-        await breakAndRebuild('env', {project, env: envEnv, expected: /libtensorflow is missing/});
+        await breakAndRepair('env', {
+          project, env: envEnv, expected: /deps is not set up/,
+          remove: () => fs.rmSync(path.join(pkgDir, 'deps'), {recursive: true, force: true}),
+        });
         if (!opts.keep) fs.rmSync(project, {recursive: true, force: true});
       }
       if (modes.includes('alias')) {
@@ -626,15 +723,18 @@ async function main() {
       // An empty cache of its own; the index (or its mirror) is the only source.
       const cachedEnv = {...env, ...source.env, XDG_CACHE_HOME: path.join(tmp, 'cache')};
       if (modes.includes('shared')) {
-        await installProject('first', 'link', {...ctx, env: cachedEnv});
+        await installProject('first', 'link', {...ctx, env: cachedEnv, together: true});
         const second = await installProject('second', 'link', {...ctx, env: cachedEnv});
-        fs.rmSync(sharedDir(cachedEnv), {recursive: true});
-        await breakAndRebuild('second', {project: second.project, env: cachedEnv, expected: /shared copy .* no longer holds/});
+        await breakAndRepair('second', {
+          project: second.project, env: cachedEnv, expected: /no longer leads to the libraries/,
+          remove: () => fs.rmSync(sharedDir(cachedEnv), {recursive: true}),
+        });
       }
       if (modes.includes('copy')) {
         await installProject('copy', 'copy', {...ctx, env: {...cachedEnv, [COPY_ENV]: '1'}});
       }
     }
+    if (modes.includes('managers')) await testManagers({...ctx, env});
     if (modes.includes('gpu')) await testGpu({...ctx, env});
     ok = true;
   } finally {

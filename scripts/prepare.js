@@ -1,9 +1,10 @@
 #!/usr/bin/env node
 'use strict';
-// `npm install` hook. Always provides libtensorflow in deps/. In a development
-// checkout (Cargo.toml and src/ next to package.json, napi CLI installed) it also
-// builds the addon; TFJS_NODE_RS_SKIP_BUILD=1 skips that build. An installed
-// package (no Rust sources) only gets libtensorflow.
+// `npm install` in a development checkout (npm runs `prepare` there, never for a dependency
+// installed from a registry or a tarball; the published package.json has no scripts at all, see
+// scripts/pack.js): provides libtensorflow in deps/ and builds the addon (Cargo.toml and src/ next
+// to package.json, napi CLI installed); TFJS_NODE_RS_SKIP_BUILD=1 skips that build. An installed
+// package gets libtensorflow at its first require instead (js/first_use.js).
 
 const path = require('path');
 const {ensureLibtensorflow, log} = require('./libtensorflow');
@@ -14,7 +15,6 @@ const root = path.resolve(__dirname, '..');
 async function main() {
   await ensureLibtensorflow({root, log});
   if (!isDevCheckout(root)) {
-    log(`postinstall took ${process.uptime().toFixed(2)} s`);
     return 0;
   }
   if (process.env.TFJS_NODE_RS_SKIP_BUILD === '1') {
