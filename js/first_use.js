@@ -80,10 +80,14 @@ function missingPart({root, addonDir, env, fsImpl, driver}) {
   return null;
 }
 
-/** How to run a script with the runtime running this one (`node`, `bun`, or `deno run -A`). */
+/**
+ * How to run a script with the runtime running this one: `node`, `bun`, `deno run -A`, or
+ * Electron's binary as Node.js. Returns [command, args, extra environment].
+ */
 function scriptCommand(script) {
-  if (typeof globalThis.Deno !== 'undefined') return [process.execPath, ['run', '-A', script]];
-  return [process.execPath, [script]];
+  if (typeof globalThis.Deno !== 'undefined') return [process.execPath, ['run', '-A', script], {}];
+  if (process.versions.electron) return [process.execPath, [script], {ELECTRON_RUN_AS_NODE: '1'}];
+  return [process.execPath, [script], {}];
 }
 
 /**
@@ -102,9 +106,9 @@ function provideAtFirstUse({root, addonDir, env = process.env, fsImpl = fs, driv
   }
   log(`first use of this install (${why}): providing libtensorflow ${TF_VERSION} now, once ...`);
   const script = path.join(root, 'scripts', 'libtensorflow.js');
-  const [cmd, args] = scriptCommand(script);
+  const [cmd, args, runtimeEnv] = scriptCommand(script);
   const extra = addonDir && path.resolve(addonDir) !== path.resolve(root) ? ['--addon-dir', addonDir] : [];
-  const res = run(cmd, [...args, '--json', ...extra], {env, stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8', maxBuffer: 1024 * 1024});
+  const res = run(cmd, [...args, '--json', ...extra], {env: {...env, ...runtimeEnv}, stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8', maxBuffer: 1024 * 1024});
   if (res.error) throw makeError(`could not run ${setupCommand(root)} to provide libtensorflow: ${res.error.message}`);
   const lines = String(res.stdout || '').trim().split('\n');
   const result = readResult(lines[lines.length - 1]);
