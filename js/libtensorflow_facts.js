@@ -2,13 +2,35 @@
 // What both the install scripts (scripts/libtensorflow.js) and the loader (native_loader_core.js)
 // must agree on about libtensorflow, written once.
 
+/**
+ * Per OS (process.platform): the two libraries the addon links, named as in the wheel's
+ * tensorflow/ folder and in deps/lib/, and the name of the link to the first that
+ * pkg-config's `-ltensorflow` finds (written by the install beside them).
+ */
+const LIBRARIES = {
+  linux: {libs: ['libtensorflow_cc.so.2', 'libtensorflow_framework.so.2'], linkName: 'libtensorflow.so'},
+  darwin: {libs: ['libtensorflow_cc.2.dylib', 'libtensorflow_framework.2.dylib'], linkName: 'libtensorflow.dylib'},
+};
+
+/** LIBRARIES' entry for OS `os` ('linux', 'darwin'); Linux's for any other. */
+function librariesOf(os) {
+  return Object.hasOwn(LIBRARIES, os) ? LIBRARIES[os] : LIBRARIES.linux;
+}
+
 module.exports = {
   /** The TensorFlow release the addon is built against and the install provides. */
   TF_VERSION: '2.21.0',
-  /** Every platform's wheel is a manylinux_2_27 build. */
+  /** Every Linux platform's wheel is a manylinux_2_27 build. */
   MIN_GLIBC: [2, 27],
-  /** The two libraries the addon links. */
-  LIBS: ['libtensorflow_cc.so.2', 'libtensorflow_framework.so.2'],
+  /**
+   * The oldest macOS the macosx_12_0_arm64 wheel's libraries run on; the macOS addon is built
+   * for it too (MACOSX_DEPLOYMENT_TARGET, scripts/build.js).
+   */
+  MIN_MACOS: '12.0',
+  LIBRARIES,
+  librariesOf,
+  /** The two libraries the addon links, on this machine's OS. */
+  LIBS: librariesOf(process.platform).libs,
   /** A directory holding LIBS to use instead of the wheel's (linked, not copied). */
   ENV_DIR: 'TFJS_NODE_RS_LIBTENSORFLOW',
   /** At install time: copy the libraries into the project instead of linking the shared copy. */
