@@ -197,11 +197,12 @@ const absent = !inputs.addon
 
 test('the cross-built macOS addon: arm64, macOS <= 12.0, its dylibs, rpaths and every undefined symbol', {skip: absent}, (t) => {
   const res = checkMacAddon(inputs);
-  t.diagnostic(res.summary.split('\n').slice(0, 4).join(' | '));
+  t.diagnostic(res.summary.split('\n').slice(0, 5).join(' | '));
   if (!inputs.node) t.diagnostic('no macOS node in the cache (`node scripts/macho.js --check` fetches it): its N-API symbols were checked against Node\'s headers or by name only');
   if (!inputs.tbd) t.diagnostic('no zig in the cache: the system symbols were not checked against libSystem\'s stubs');
   const a = res.addon;
   assert.equal(a.cpu, 'arm64');
+  assert.ok(a.signature.adhoc && a.signature.pages > 0 && !a.signature.badPages.length);
   assert.deepEqual(a.dylibs.map((d) => d.name).sort(), [
     '/usr/lib/libSystem.B.dylib', ...LIBRARIES.darwin.libs.map((lib) => `@rpath/${lib}`),
   ].sort());
@@ -209,6 +210,11 @@ test('the cross-built macOS addon: arm64, macOS <= 12.0, its dylibs, rpaths and 
   assert.equal(res.counts.tf + res.counts.node + res.counts.system, res.symbols.length);
   // A check that would pass anything is no check: a missing rpath, and a node without N-API, fail it.
   assert.throws(() => checkMacAddon({...inputs, rpathDirs: ['../elsewhere/deps/lib']}), /lack @loader_path\/\.\.\/elsewhere\/deps\/lib/);
+  // One byte changed in the code: the signature no longer matches that page.
+  const bytes = fs.readFileSync(inputs.addon);
+  bytes[5000] ^= 0xff;
+  const altered = scratch(t, 'altered.node', bytes);
+  assert.throws(() => checkMacAddon({...inputs, addon: altered}), /code signature does not match pages 1$/m);
   if (inputs.node) {
     const noNode = scratch(t, 'node', tinyDylib());
     assert.throws(() => checkMacAddon({...inputs, node: noNode}), /the macOS node does not export it/);

@@ -5,7 +5,8 @@
 // loads and where it looks for them, and every symbol it leaves to the loader, each with the
 // library it is bound to (two-level namespace) or left to dynamic lookup. And the check itself
 // (checkMacAddon): each of those symbols is exported by the library it is bound to, or is an
-// N-API/libuv symbol that the node executable exports, or a system library's.
+// N-API/libuv symbol that the node executable exports, or a system library's; and its code
+// signature (ad hoc, which arm64 macOS needs to run it) matches every page.
 //
 //   node scripts/macho.js FILE...   prints what it read of each file
 //   node scripts/macho.js --check   checks tfjs-node-rs.darwin-arm64.node (scripts/build.js
@@ -16,6 +17,7 @@
 //
 // Formats: <mach-o/loader.h>, <mach-o/nlist.h>, <mach-o/fat.h> of Apple's cctools/dyld.
 
+const crypto = require('crypto');
 const fs = require('fs');
 const path = require('path');
 const {readAt} = require('./strip_symbols');
@@ -46,6 +48,7 @@ const LC_VERSION_MIN_MACOSX = 0x24;
 const LC_BUILD_VERSION = 0x32;
 const LC_DYLD_EXPORTS_TRIE = 0x80000033;
 const LC_DYLD_CHAINED_FIXUPS = 0x80000034;
+const LC_CODE_SIGNATURE = 0x1d;
 // Every command that adds a library, in the order their library ordinals count (1, 2, ...).
 const DYLIB_COMMANDS = {
   [LC_LOAD_DYLIB]: 'load', [LC_LOAD_WEAK_DYLIB]: 'weak', [LC_REEXPORT_DYLIB]: 'reexport',
@@ -253,6 +256,55 @@ function readChainedImports(data, what) {
   });
 }
 
+// Code signing (<kern/cs_blobs.h>): big-endian blobs in __LINKEDIT.
+const CSMAGIC_EMBEDDED_SIGNATURE = 0xfade0cc0;
+const CSMAGIC_CODEDIRECTORY = 0xfade0c02;
+const CSSLOT_CODEDIRECTORY = 0;
+const CS_ADHOC = 0x2;
+const CS_LINKER_SIGNED = 0x20000;
+const CS_HASHES = {1: 'sha1', 2: 'sha256'};
+
+/**
+ * The embedded signature at `cs` (LC_CODE_SIGNATURE's dataoff/datasize) and whether its code
+ * directory's page hashes are those of the image's bytes: arm64 macOS runs no code without a
+ * valid signature, an ad hoc one (no identity) being enough.
+ *   {identifier, adhoc, linkerSigned, hash, pages, badPages: [page indexes that differ]}
+ */
+function readCodeSignature(image, cs) {
+  const what = `${image.file}: the code signature`;
+  const blob = image.read(cs.offset, cs.size, 'the code signature');
+  if (blob.length < 12 || blob.readUInt32BE(0) !== CSMAGIC_EMBEDDED_SIGNATURE) throw machoError(`${what} is not an embedded signature`);
+  const count = blob.readUInt32BE(8);
+  if (12 + count * 8 > blob.length) throw machoError(`${what}: its index overruns it`);
+  let cd = -1;
+  for (let i = 0; i < count; i++) {
+    if (blob.readUInt32BE(12 + i * 8) === CSSLOT_CODEDIRECTORY) cd = blob.readUInt32BE(16 + i * 8);
+  }
+  if (cd < 0 || cd + 44 > blob.length || blob.readUInt32BE(cd) !== CSMAGIC_CODEDIRECTORY) throw machoError(`${what} has no code directory`);
+  const flags = blob.readUInt32BE(cd + 12);
+  const hashOffset = blob.readUInt32BE(cd + 16);
+  const identOffset = blob.readUInt32BE(cd + 20);
+  const pages = blob.readUInt32BE(cd + 28);
+  const codeLimit = blob.readUInt32BE(cd + 32);
+  const hashSize = blob[cd + 36];
+  const hash = CS_HASHES[blob[cd + 37]];
+  const pageSize = 2 ** blob[cd + 39];
+  if (!hash) throw machoError(`${what}: unknown hash type ${blob[cd + 37]}`);
+  if (cd + hashOffset + pages * hashSize > blob.length) throw machoError(`${what}: its page hashes overrun it`);
+  if (Math.ceil(codeLimit / pageSize) !== pages || codeLimit > cs.offset) throw machoError(`${what}: ${pages} pages do not cover its ${codeLimit} bytes`);
+  const code = image.read(0, codeLimit, 'the signed bytes');
+  const badPages = [];
+  for (let i = 0; i < pages; i++) {
+    const page = code.subarray(i * pageSize, Math.min((i + 1) * pageSize, codeLimit));
+    const want = blob.subarray(cd + hashOffset + i * hashSize, cd + hashOffset + (i + 1) * hashSize);
+    if (!crypto.createHash(hash).update(page).digest().subarray(0, hashSize).equals(want)) badPages.push(i);
+  }
+  return {
+    identifier: cString(blob, cd + identOffset), adhoc: Boolean(flags & CS_ADHOC),
+    linkerSigned: Boolean(flags & CS_LINKER_SIGNED), hash, pages, badPages,
+  };
+}
+
 /**
  * The names in an export trie (LC_DYLD_EXPORTS_TRIE, or LC_DYLD_INFO's export area): each node
  * is a terminal part (its size, then flags and address, re-export or resolver, not needed
@@ -290,10 +342,11 @@ function readExportTrie(trie, what) {
  *   {cpu, cputype, filetype, flags, twoLevel, platform, minos, sdk, id, dylibs: [{name, kind}],
  *    rpaths, undefined: [{name, ordinal, library, weak}] (library: a dylibs name,
  *    DYNAMIC_LOOKUP, 'self' or 'executable'), exports: Set of names (with their leading '_'),
- *    exportsFrom: 'exports trie' | 'dyld info' | 'symtab'}
+ *    exportsFrom: 'exports trie' | 'dyld info' | 'symtab', signature: null when unsigned, else
+ *    LC_CODE_SIGNATURE's {offset, size}, or with `verifySignature` readCodeSignature's result}
  * Throws an error with code TFJS_NODE_RS_MACHO for what is not a well-formed Mach-O file.
  */
-function readMachO(file, {arch = 'arm64'} = {}) {
+function readMachO(file, {arch = 'arm64', verifySignature = false} = {}) {
   let fd;
   try {
     fd = fs.openSync(file, 'r');
@@ -301,13 +354,13 @@ function readMachO(file, {arch = 'arm64'} = {}) {
     throw err.code === 'ENOENT' ? machoError(`${file} does not exist`) : err;
   }
   try {
-    return readImage(findImage(fd, file, arch));
+    return readImage(findImage(fd, file, arch), {verifySignature});
   } finally {
     fs.closeSync(fd);
   }
 }
 
-function readImage(image) {
+function readImage(image, {verifySignature}) {
   const what = image.file;
   const header = image.read(0, 32, 'the Mach-O header');
   if (header.readUInt32LE(0) !== MH_MAGIC_64) throw machoError(`${what}: the image is not a 64-bit Mach-O image`);
@@ -335,6 +388,7 @@ function readImage(image) {
   let trie = null;
   let bindAreas = [];
   let chained = null;
+  let signature = null;
   let p = 0;
   for (let i = 0; i < ncmds; i++) {
     if (p + 8 > cmds.length) throw machoError(`${what}: load command #${i} lies past the commands' end`);
@@ -384,6 +438,9 @@ function readImage(image) {
     } else if (cmd === LC_DYLD_CHAINED_FIXUPS) {
       need(16);
       chained = {offset: c.readUInt32LE(8), size: c.readUInt32LE(12)};
+    } else if (cmd === LC_CODE_SIGNATURE) {
+      need(16);
+      signature = {offset: c.readUInt32LE(8), size: c.readUInt32LE(12)};
     }
     p += size;
   }
@@ -434,6 +491,9 @@ function readImage(image) {
       .map((s) => s.name));
     out.exportsFrom = 'symtab';
   }
+  // Where the signature is; read and its page hashes checked only when asked (it hashes every
+  // byte before it: libtensorflow_cc is 691 MB).
+  out.signature = signature && (verifySignature ? readCodeSignature(image, signature) : {...signature});
   return out;
 }
 
@@ -517,11 +577,15 @@ function checkMacAddon({addon, libDir, node = null, tbd = null, headers = null, 
   const {LIBRARIES, MIN_MACOS} = require('../js/libtensorflow_facts');
   const {libs} = LIBRARIES.darwin;
   const failures = [];
-  const a = readMachO(addon);
+  const a = readMachO(addon, {verifySignature: true});
   const tf = libs.map((lib) => readUnchanging(path.join(libDir, lib)));
   if (a.cpu !== 'arm64') failures.push(`it is built for ${a.cpu}, not arm64`);
   if (a.filetype !== 'dylib') failures.push(`it is a ${a.filetype}, not a dylib`);
   if (!a.id || !a.id.startsWith('@rpath/')) failures.push(`its install name is ${a.id}, a build path (see build.rs)`);
+  // arm64 macOS kills a process that maps unsigned or altered code: an ad hoc signature that
+  // matches every page is what the linker must have left.
+  if (!a.signature) failures.push('it has no code signature (LC_CODE_SIGNATURE), which arm64 macOS requires');
+  else if (a.signature.badPages.length) failures.push(`its code signature does not match pages ${a.signature.badPages.join(', ')}`);
   if (a.platform !== 'macos') failures.push(`its platform is ${a.platform || 'not recorded'}, not macos`);
   const tfMinos = tf.map((t) => t.minos).filter(Boolean).sort((x, y) => (versionBelow(x, y) ? 1 : -1))[0] || MIN_MACOS;
   if (!a.minos) failures.push('it records no minimum macOS (no LC_BUILD_VERSION or LC_VERSION_MIN_MACOSX)');
@@ -602,6 +666,8 @@ function checkMacAddon({addon, libDir, node = null, tbd = null, headers = null, 
   if (failures.length) throw machoError(`${addon} fails the macOS check:\n  - ${failures.join('\n  - ')}`);
   const summary = [
     `arch ${a.cpu}, ${a.platform} >= ${a.minos} (libtensorflow: ${tfMinos}; SDK recorded ${a.sdk})`,
+    `signature: ${a.signature.adhoc ? 'ad hoc' : 'with an identity'}${a.signature.linkerSigned ? ', linker-signed' : ''}, ` +
+      `${a.signature.pages} ${a.signature.hash} page hashes match`,
     `dylibs: ${loaded.join(', ')}`,
     `rpaths: ${a.rpaths.join(', ')}`,
     `${symbols.length} undefined: ${counts.tf} from TF, ${counts.node} from node${node ? ' (checked against its exports)' : ''}, ` +

@@ -155,7 +155,7 @@ function checkMachOAddon(file, target) {
     if (err.code === 'TFJS_NODE_RS_MACHO') throw fail(err.message);
     throw err;
   }
-  log(res.summary.split('\n').slice(0, 4).join('; '));
+  log(res.summary.split('\n').slice(0, 5).join('; '));
   return res.addon;
 }
 
