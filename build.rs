@@ -1,9 +1,26 @@
 fn main() {
+    // On macOS this also leaves undefined symbols to the loader (`-undefined dynamic_lookup`):
+    // the napi_* functions are the node executable's, found when node loads the addon.
     napi_build::setup();
+    // The target's OS, not this machine's: scripts/build.js cross-builds the macOS addon.
+    let macos = std::env::var("CARGO_CFG_TARGET_OS").ok().as_deref() == Some("macos");
     // tensorflow-sys links libtensorflow_cc, but the TF_Status/TF_DataType functions live in
     // libtensorflow_framework: a shared library may leave them to the loader, an executable
-    // (the unit tests) must name it.
-    println!("cargo:rustc-link-lib=dylib:+verbatim=libtensorflow_framework.so.2");
+    // (the unit tests) must name it. On macOS it is named too, so that those symbols are bound
+    // to it (two-level namespace) rather than looked up at load. The file names are LIBRARIES'
+    // in js/libtensorflow_facts.js; macOS's linker has no `-l:<file>`, and
+    // `-ltensorflow_framework.2` finds libtensorflow_framework.2.dylib.
+    if macos {
+        println!("cargo:rustc-link-lib=dylib=tensorflow_framework.2");
+        // Rust's std asks for libiconv (and zig's stub of it brings libcharset), which the addon
+        // never calls: load only the libraries a symbol is bound to.
+        println!("cargo:rustc-cdylib-link-arg=-Wl,-dead_strip_dylibs");
+        // The dylib's own name (LC_ID_DYLIB) would be its path in the build's target dir:
+        // nothing loads the addon by it, so it says no more than its file name.
+        println!("cargo:rustc-cdylib-link-arg=-Wl,-install_name,@rpath/libtfjs_node_rs.dylib");
+    } else {
+        println!("cargo:rustc-link-lib=dylib:+verbatim=libtensorflow_framework.so.2");
+    }
     // `cargo test` runs executables without the addon's $ORIGIN rpath; cargo puts link search
     // paths inside the target dir on the loader path, so point one at deps/lib. deps/ holds
     // this machine's libtensorflow: a cross build (scripts/build.js --target) links against
@@ -31,14 +48,17 @@ fn main() {
     //   `@tensorflow/tfjs-node@npm:tfjs-node-rs`, so that libraries made for tfjs-node load it);
     // - the NVIDIA GPU package `tfjs-node-rs-gpu` (or its alias `@tensorflow/tfjs-node-gpu`),
     //   which ships no addon of its own: it uses this one, with its own libtensorflow.
+    // Each is relative to the addon's own folder: $ORIGIN on Linux, @loader_path on macOS
+    // (where the dylibs' install names, @rpath/<name>, are looked up in these).
+    let origin = if macos { "@loader_path" } else { "$ORIGIN" };
     for dir in [
-        "$ORIGIN/deps/lib",
-        "$ORIGIN/../tfjs-node-rs/deps/lib",
-        "$ORIGIN/../@tensorflow/tfjs-node/deps/lib",
-        "$ORIGIN/../tfjs-node-rs-gpu/deps/lib",
-        "$ORIGIN/../@tensorflow/tfjs-node-gpu/deps/lib",
-        "$ORIGIN/../../deps/lib",
+        "deps/lib",
+        "../tfjs-node-rs/deps/lib",
+        "../@tensorflow/tfjs-node/deps/lib",
+        "../tfjs-node-rs-gpu/deps/lib",
+        "../@tensorflow/tfjs-node-gpu/deps/lib",
+        "../../deps/lib",
     ] {
-        println!("cargo:rustc-cdylib-link-arg=-Wl,-rpath,{dir}");
+        println!("cargo:rustc-cdylib-link-arg=-Wl,-rpath,{origin}/{dir}");
     }
 }

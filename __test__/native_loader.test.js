@@ -141,8 +141,26 @@ test('Linux arm64 with glibc is supported', () => {
   assert.strictEqual(loadWith({system: {...OK_SYSTEM, arch: 'arm64'}}), GOOD_BINDING);
 });
 
+test('macOS on Apple silicon is supported (no C library check there)', () => {
+  assert.strictEqual(loadWith({system: {...OK_SYSTEM, platform: 'darwin', arch: 'arm64', glibc: null}}), GOOD_BINDING);
+});
+
+test('a libtensorflow dyld cannot find on macOS is reported as missing', () => {
+  const inst = fakeInstall();
+  try {
+    const dyld = 'dlopen(/p/tfjs-node-rs.darwin-arm64.node, 0x0001): Library not loaded: @rpath/libtensorflow_cc.2.dylib\n' +
+      "  Referenced from: <UUID> /p/tfjs-node-rs.darwin-arm64.node\n  Reason: tried: '/p/deps/lib/libtensorflow_cc.2.dylib' (no such file)";
+    assertLoadError(
+      () => loadWith({root: inst.root, requireBinding: () => { throw napiLoaderError(dyld); }}),
+      /libtensorflow is missing/, /libtensorflow_cc\.2\.dylib was not found/,
+    );
+  } finally {
+    inst.cleanup();
+  }
+});
+
 test('unsupported platforms and architectures name the supported ones', () => {
-  for (const [platform, arch] of [['darwin', 'arm64'], ['win32', 'x64'], ['linux', 'arm'], ['linux', 'ia32'], ['freebsd', 'x64']]) {
+  for (const [platform, arch] of [['darwin', 'x64'], ['win32', 'arm64'], ['linux', 'arm'], ['linux', 'ia32'], ['freebsd', 'x64']]) {
     let required = false;
     assertLoadError(
       () => loadWith({system: {...OK_SYSTEM, platform, arch}, requireBinding: () => { required = true; }}),

@@ -201,12 +201,13 @@ test('wheelTarget: keeps the libs and the C API headers only', () => {
   }
 });
 
-test('checkPlatform: only Linux x64 and arm64 with glibc >= 2.27', () => {
+test('checkPlatform: Linux x64 and arm64 with glibc >= 2.27, and macOS arm64', () => {
   assert.equal(checkPlatform({platform: 'linux', arch: 'x64', glibc: '2.27'}), 'linux-x64');
   assert.equal(checkPlatform({platform: 'linux', arch: 'x64', glibc: '2.35'}), 'linux-x64');
   assert.equal(checkPlatform({platform: 'linux', arch: 'arm64', glibc: '2.27'}), 'linux-arm64');
+  assert.equal(checkPlatform({platform: 'darwin', arch: 'arm64'}), 'darwin-arm64');
   const cases = [
-    [{platform: 'darwin', arch: 'arm64'}, /platform=darwin, arch=arm64/],
+    [{platform: 'darwin', arch: 'x64'}, /platform=darwin, arch=x64/],
     [{platform: 'linux', arch: 'arm', glibc: '2.35'}, /arch=arm, libc=glibc 2\.35/],
     [{platform: 'linux', arch: 'arm64', glibc: '2.17'}, /needs glibc >= 2\.27.*arch=arm64, libc=glibc 2\.17/],
     [{platform: 'linux', arch: 'x64', glibc: undefined}, /libc=not glibc/],

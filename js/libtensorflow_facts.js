@@ -2,11 +2,31 @@
 // What both the set-up script (scripts/libtensorflow.js) and the loader (native_loader_core.js)
 // must agree on about libtensorflow, written once.
 
+/**
+ * Per OS (process.platform): the two libraries the addon links, named as in the wheel's
+ * tensorflow/ folder and in deps/lib/, and the name of the link to the first that
+ * pkg-config's `-ltensorflow` finds (written by the install beside them).
+ */
+const LIBRARIES = {
+  linux: {libs: ['libtensorflow_cc.so.2', 'libtensorflow_framework.so.2'], linkName: 'libtensorflow.so'},
+  darwin: {libs: ['libtensorflow_cc.2.dylib', 'libtensorflow_framework.2.dylib'], linkName: 'libtensorflow.dylib'},
+};
+
+/** LIBRARIES' entry for OS `os` ('linux', 'darwin'); Linux's for any other. */
+function librariesOf(os) {
+  return Object.hasOwn(LIBRARIES, os) ? LIBRARIES[os] : LIBRARIES.linux;
+}
+
 module.exports = {
   /** The TensorFlow release the addon is built against and the install provides. */
   TF_VERSION: '2.21.0',
   /** Every Linux wheel is a manylinux_2_27 build. */
   MIN_GLIBC: [2, 27],
+  /**
+   * The oldest macOS the macosx_12_0_arm64 wheel's libraries run on; the macOS addon is built
+   * for it too (MACOSX_DEPLOYMENT_TARGET, scripts/build.js).
+   */
+  MIN_MACOS: '12.0',
   /**
    * The machines with a prebuilt addon, by `${process.platform}-${process.arch}`: the Rust target
    * it is built for, napi-rs's name for the platform (which names the per-platform package,
@@ -15,6 +35,7 @@ module.exports = {
   ADDON_PLATFORMS: {
     'linux-x64': {rustTarget: 'x86_64-unknown-linux-gnu', napi: 'linux-x64-gnu', describe: 'Linux x64 with glibc >= 2.27'},
     'linux-arm64': {rustTarget: 'aarch64-unknown-linux-gnu', napi: 'linux-arm64-gnu', describe: 'Linux arm64 with glibc >= 2.27'},
+    'darwin-arm64': {rustTarget: 'aarch64-apple-darwin', napi: 'darwin-arm64', describe: 'macOS 12 or newer on Apple silicon'},
   },
   /** Machines users ask about that TensorFlow 2.21 has no build for: why, and what to do. */
   UNSUPPORTED_NOTES: {
@@ -23,8 +44,10 @@ module.exports = {
     'win32-ia32': 'TensorFlow has no 32-bit builds',
     'linux-arm': 'TensorFlow has no 32-bit ARM builds; use a 64-bit (arm64) OS',
   },
-  /** The two libraries the addon links. */
-  LIBS: ['libtensorflow_cc.so.2', 'libtensorflow_framework.so.2'],
+  LIBRARIES,
+  librariesOf,
+  /** The two libraries the addon links, on this machine's OS. */
+  LIBS: librariesOf(process.platform).libs,
   /** A directory holding LIBS to use instead of the wheel's (linked, not copied). */
   ENV_DIR: 'TFJS_NODE_RS_LIBTENSORFLOW',
   /** At install time: copy the libraries into the project instead of linking the shared copy. */

@@ -224,7 +224,9 @@ function explainLoadError(err, {root = ROOT, env = process.env, resolve = requir
   const detailsOf = (lines) => `\nThe loader reported:\n${indent(lines.slice(0, 8))}`;
   const details = detailsOf(reported);
 
-  const missing = /(libtensorflow[\w.+-]*\.so[\w.]*): cannot open shared object file/.exec(text);
+  // glibc's dlopen error, and macOS dyld's ("Library not loaded: @rpath/<name>").
+  const missing = /(libtensorflow[\w.+-]*\.so[\w.]*): cannot open shared object file/.exec(text) ||
+    /Library not loaded: @rpath\/(libtensorflow[\w.+-]*\.dylib)/.exec(text);
   if (missing) {
     const addon = candidates[0] || path.join(root, ADDON_FILE);
     const dirs = searchDirs(addon, {env, readFile});

@@ -6,7 +6,10 @@
 // With `--target aarch64-unknown-linux-gnu` on an x64 machine it cross-builds the arm64
 // addon (tfjs-node-rs.linux-arm64-gnu.node) instead: linked by Debian's aarch64 gcc against
 // the arm64 wheel's libraries, unpacked into their shared copy in the cache (deps/ stays
-// this machine's).
+// this machine's). With `--target aarch64-apple-darwin` it cross-builds the macOS arm64 addon
+// (tfjs-node-rs.darwin-arm64.node) against the macosx_12_0_arm64 wheel's dylibs: cargo-zigbuild
+// links it with zig (a Mach-O linker that needs no Apple SDK); both are installed on demand
+// into ${XDG_CACHE_HOME:-~/.cache}/tfjs-node-rs/ (ZIG_TOOLS below), the Rust target with rustup.
 // The generated loader goes to binding.js and its types to binding.d.ts, so the
 // hand-written index.js / index.d.ts are never overwritten.
 // Extra command-line arguments are passed on to `napi build` (e.g. --verbose).
@@ -16,8 +19,17 @@ const os = require('os');
 const path = require('path');
 const {spawnSync} = require('child_process');
 const {
-  ensureLibtensorflow, provideShared, platformOfTarget, hostPlatform, SETUP_ERROR_CODE, setupError, log: defaultLog,
+  ensureLibtensorflow, provideShared, platformOfTarget, hostPlatform, cacheDir, SETUP_ERROR_CODE, setupError, log: defaultLog,
 } = require('./libtensorflow');
+const {MIN_MACOS} = require('../js/libtensorflow_facts');
+
+// The cross linker for macOS targets, pinned: cargo-zigbuild (from crates.io, `cargo install`ed
+// into <cache>/cargo-zigbuild/) runs zig (PyPI's ziglang, in the virtual environment
+// <cache>/zig-venv/) as the linker. The versions the macOS addon was first built and checked with.
+const ZIG_TOOLS = {cargoZigbuild: '0.24.1', ziglang: '0.17.1'};
+
+// Whether Rust target `triple` is a macOS one.
+const isApple = (triple) => /-apple-darwin$/.test(triple);
 
 const DEFAULT_ROOT = path.resolve(__dirname, '..');
 
@@ -35,8 +47,10 @@ function napiCli(root = DEFAULT_ROOT) {
 // which non-login shells may lack) and pkg-config pointed at deps/; for a cross build
 // (`cross`: {target, shared}), also the target's linker and pkg-config pointed at the
 // target's shared copy (tensorflow-sys finds libtensorflow through pkg-config, and
-// would try to download or build TensorFlow without it).
-function buildEnv(root, env, cross) {
+// would try to download or build TensorFlow without it). For a macOS target (`cross.zig`:
+// ZIG_TOOLS' paths), cargo-zigbuild on PATH and its python with ziglang instead of a linker,
+// and MACOSX_DEPLOYMENT_TARGET (also read by a native macOS build, `target`).
+function buildEnv(root, env, cross, target) {
   const out = {...env};
   const pathDirs = (out.PATH || '').split(path.delimiter).filter(Boolean);
   const onPath = (dir) => fs.existsSync(path.join(dir, 'cargo'));
@@ -48,14 +62,66 @@ function buildEnv(root, env, cross) {
   const pc = path.join(root, 'deps', 'lib', 'pkgconfig');
   out.PKG_CONFIG_PATH = [pc, ...(env.PKG_CONFIG_PATH || '').split(path.delimiter).filter(Boolean)]
     .join(path.delimiter);
+  // The wheel's dylibs say they need macOS 12.0: the addon asks for no newer (rustc and
+  // cargo-zigbuild read this; rustc's own default for aarch64-apple-darwin is 11.0).
+  if (isApple((cross && cross.target) || target || '') && !out.MACOSX_DEPLOYMENT_TARGET) {
+    out.MACOSX_DEPLOYMENT_TARGET = MIN_MACOS;
+  }
   if (cross) {
     const triple = cross.target.replace(/-/g, '_');
     const linker = `CARGO_TARGET_${triple.toUpperCase()}_LINKER`;
-    if (!out[linker]) out[linker] = `${cross.target.split('-')[0]}-linux-gnu-gcc`;
+    if (cross.zig) {
+      out.PATH = [cross.zig.bin, ...(out.PATH || '').split(path.delimiter).filter(Boolean)].join(path.delimiter);
+      out.CARGO_ZIGBUILD_PYTHON_PATH = cross.zig.python;
+    } else if (!out[linker]) {
+      out[linker] = `${cross.target.split('-')[0]}-linux-gnu-gcc`;
+    }
     out[`PKG_CONFIG_PATH_${triple}`] = path.join(cross.shared, 'lib', 'pkgconfig');
     out[`PKG_CONFIG_ALLOW_CROSS_${triple}`] = '1';
   }
   return out;
+}
+
+// Runs a setup command for the cross tools, its output shown; throws a setup error when it fails.
+function runTool(cmd, args, {env, log, why}) {
+  log(`${why}: ${cmd} ${args.join(' ')}`);
+  const res = spawnSync(cmd, args, {env, stdio: ['ignore', 'inherit', 'inherit']});
+  if (res.error || res.status !== 0) {
+    const how = res.error ? res.error.message : res.signal ? `signal ${res.signal}` : `exit code ${res.status}`;
+    throw setupError(`${why} failed (${cmd} ${args.join(' ')}: ${how})`);
+  }
+}
+
+/**
+ * The tools that cross-build for macOS target `target`, installed when missing: the Rust
+ * target (rustup), ziglang in a virtual environment and cargo-zigbuild, both under the
+ * cache (ZIG_TOOLS). Returns {bin, python}: the folder holding cargo-zigbuild, and the
+ * python that runs `-m ziglang`.
+ */
+function zigTools(target, env, log) {
+  const installed = spawnSync('rustup', ['target', 'list', '--installed'], {env, encoding: 'utf8'});
+  if (installed.error || installed.status !== 0 || !installed.stdout.split('\n').includes(target)) {
+    runTool('rustup', ['target', 'add', target], {env, log, why: `adding the Rust target ${target}`});
+  }
+  const cache = cacheDir(env);
+  const venv = path.join(cache, 'zig-venv');
+  const python = path.join(venv, 'bin', 'python3');
+  const zigVersion = spawnSync(python, ['-m', 'ziglang', 'version'], {env, encoding: 'utf8'});
+  if (zigVersion.error || zigVersion.status !== 0 || zigVersion.stdout.trim() !== ZIG_TOOLS.ziglang) {
+    if (!fs.existsSync(python)) {
+      runTool('python3', ['-m', 'venv', venv], {env, log, why: 'making a Python environment for zig (the Mach-O linker)'});
+    }
+    runTool(python, ['-m', 'pip', 'install', '--disable-pip-version-check', `ziglang==${ZIG_TOOLS.ziglang}`],
+      {env, log, why: `installing zig ${ZIG_TOOLS.ziglang} (PyPI's ziglang)`});
+  }
+  const root = path.join(cache, 'cargo-zigbuild');
+  const bin = path.join(root, 'bin');
+  const version = spawnSync(path.join(bin, 'cargo-zigbuild'), ['--version'], {env, encoding: 'utf8'});
+  if (version.error || version.status !== 0 || !version.stdout.includes(ZIG_TOOLS.cargoZigbuild)) {
+    runTool('cargo', ['install', '--locked', '--root', root, 'cargo-zigbuild', '--version', ZIG_TOOLS.cargoZigbuild],
+      {env, log, why: `installing cargo-zigbuild ${ZIG_TOOLS.cargoZigbuild}`});
+  }
+  return {bin, python};
 }
 
 function checkCargo(env) {
@@ -98,13 +164,19 @@ async function build({root = DEFAULT_ROOT, log = defaultLog, env = process.env, 
   checkCargo(buildEnv(root, env));
   // deps/ serves the tests and the native build, and cargo's pkg-config step reads it.
   await ensureLibtensorflow({root, log, env});
-  // The target's libtensorflow, in its shared copy.
-  const cross = crossKey && {target, shared: await provideShared({key: crossKey, env, log})};
-  const childEnv = buildEnv(root, env, cross);
+  // The target's libtensorflow, in its shared copy; for macOS, the zig linker.
+  const cross = crossKey && {
+    target,
+    shared: await provideShared({key: crossKey, env, log}),
+    zig: isApple(target) ? zigTools(target, buildEnv(root, env), log) : null,
+  };
+  const childEnv = buildEnv(root, env, cross, target);
   const napiArgs = [
     'build', '--platform', '--release',
     '--js', 'binding.js', '--dts', 'binding.d.ts',
     ...(cross ? ['--target', target] : []),
+    // napi's --cross-compile: `cargo zigbuild` instead of `cargo build`.
+    ...(cross && cross.zig ? ['--cross-compile'] : []),
     ...args,
   ];
   log(`napi ${napiArgs.join(' ')}`);
@@ -171,6 +243,6 @@ function runMain(main) {
   );
 }
 
-module.exports = {build, buildEnv, isDevCheckout, napiCli, newestSourceMtime, reportError, runMain};
+module.exports = {build, buildEnv, zigTools, isDevCheckout, napiCli, newestSourceMtime, reportError, runMain};
 
 if (require.main === module) main();

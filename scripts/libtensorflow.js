@@ -20,6 +20,11 @@
 //      which, when absent, is downloaded there from pip's index by scripts/pypi.js
 //      (no python3 needed), or else by `python3 -m pip download`. Unpacking strips
 //      the libraries' static symbol tables (scripts/strip_symbols.js): 853 -> 634 MB.
+//      The macOS arm64 copy (libtensorflow-2.21.0-darwin-arm64/, from the macosx_12_0_arm64
+//      wheel) is made on Linux too, for cross-building the macOS addon (scripts/build.js
+//      --target aarch64-apple-darwin): its lib/ holds libtensorflow_cc.2.dylib,
+//      libtensorflow_framework.2.dylib and libtensorflow.dylib -> libtensorflow_cc.2.dylib
+//      (LIBRARIES in js/libtensorflow_facts.js), unstripped (the stripper reads ELF only).
 //      With $TFJS_NODE_RS_COPY_LIBTENSORFLOW=1, deps/ is a copy of the shared copy
 //      instead of a link (container builds that copy node_modules between stages).
 //
@@ -39,7 +44,7 @@ const {pipeline} = require('stream/promises');
 const {downloadFromIndex, INDEX_ERROR} = require('./pypi');
 const {stripSymbols, readAt} = require('./strip_symbols');
 
-const {TF_VERSION, MIN_GLIBC, LIBS, ENV_DIR, COPY_ENV, GPU_PACKAGE, CUDA_WHEELS, CUDA_ENV, MIN_DRIVER, ADDON_PLATFORMS} = require('../js/libtensorflow_facts');
+const {TF_VERSION, MIN_GLIBC, LIBS, librariesOf, ENV_DIR, COPY_ENV, GPU_PACKAGE, CUDA_WHEELS, CUDA_ENV, MIN_DRIVER, ADDON_PLATFORMS} = require('../js/libtensorflow_facts');
 const {cudaLibraryPaths, packageCudaDir, nvidiaDriver, cudaSwitch} = require('../js/cuda');
 const {versionBelow, SUPPORTED, addonCandidates} = require('../js/native_loader_core');
 // Per supported platform (`${process.platform}-${process.arch}`, and `-gpu` for the NVIDIA GPU
@@ -47,12 +52,18 @@ const {versionBelow, SUPPORTED, addonCandidates} = require('../js/native_loader_
 // tensorflow-cpu: its plain tensorflow wheel is the CPU build; on x64 the plain tensorflow
 // wheel is the CUDA build, which runs on the CPU where there is no GPU), that wheel's platform
 // tag and size, and the two libraries' size as unpacked and once stripped. Each has the addon of
-// its machine (ADDON_PLATFORMS; one addon serves both x64 variants).
+// its machine (ADDON_PLATFORMS; one addon serves both x64 variants). macOS's libraries are
+// Mach-O, left unstripped (the stripper reads ELF).
 const PLATFORMS = {
   'linux-x64': {project: 'tensorflow-cpu', wheelTag: 'manylinux_2_27_x86_64', wheelMB: 274, unpackedMB: 853, libsMB: 634},
   'linux-arm64': {project: 'tensorflow', wheelTag: 'manylinux_2_27_aarch64', wheelMB: 282, unpackedMB: 883, libsMB: 598},
   'linux-x64-gpu': {project: 'tensorflow', wheelTag: 'manylinux_2_27_x86_64', wheelMB: 546, unpackedMB: 1202, libsMB: 969},
+  'darwin-arm64': {project: 'tensorflow', wheelTag: 'macosx_12_0_arm64', wheelMB: 224, unpackedMB: 741, libsMB: 741},
 };
+// The OS part of a PLATFORMS key ('linux', 'darwin'), as process.platform spells it.
+const osOf = (key) => key.split('-')[0];
+// The libraries (LIBRARIES entry) of this machine's deps/.
+const HOST_LIBRARIES = librariesOf(process.platform);
 // The libraries are the same in every CPython build of the wheel; cp311 is the one
 // pip is asked for, and the first choice on the index.
 const PREFERRED_PYTHON = 'cp311';
@@ -64,7 +75,10 @@ const pipTarget = (platformTag) => [
   '--platform', platformTag,
 ];
 
-/** The wheel of platform `key` ('linux-x64', 'linux-arm64'): its project, name pattern, pip target. */
+/**
+ * The wheel of platform `key` ('linux-x64', 'darwin-arm64', ...): its project, name pattern,
+ * pip target, and the libraries (LIBRARIES entry) it holds.
+ */
 function wheelSpec(key) {
   const p = PLATFORMS[key];
   // A wheel's file name spells the project with '_' for '-' (PEP 427).
@@ -73,6 +87,7 @@ function wheelSpec(key) {
     ...p,
     key,
     version: TF_VERSION,
+    libraries: librariesOf(osOf(key)),
     re: new RegExp(`^${stem}-2\\.21\\.0-(cp3\\d+)-cp3\\d+-${p.wheelTag}\\.whl$`),
     pipTarget: pipTarget(p.wheelTag),
     describe: `${p.project} ${TF_VERSION} wheel for ${p.wheelTag}`,
@@ -163,9 +178,10 @@ function wantedDir(rel) {
   return WANTED_DIRS.has(rel) || rel.startsWith('tensorflow/c/');
 }
 
-// Maps a wheel entry name to its path under deps/, or null when not wanted.
-function wheelTarget(name) {
-  for (const lib of LIBS) if (name === `tensorflow/${lib}`) return `lib/${lib}`;
+// Maps a wheel entry name to its path under deps/, or null when not wanted; `libs`: the
+// libraries of the wheel's OS.
+function wheelTarget(name, libs = LIBS) {
+  for (const lib of libs) if (name === `tensorflow/${lib}`) return `lib/${lib}`;
   const prefix = 'tensorflow/include/';
   if (name.startsWith(prefix)) {
     const rel = name.slice(prefix.length);
@@ -389,11 +405,10 @@ function checkPlatform({platform, arch, glibc}) {
   const libc = platform !== 'linux' ? 'n/a' : glibc ? `glibc ${glibc}` : 'not glibc (musl?)';
   const detected = `detected platform=${platform}, arch=${arch}, libc=${libc}`;
   const key = `${platform}-${arch}`;
-  if (!Object.hasOwn(PLATFORMS, key) || !glibc) {
+  if (!Object.hasOwn(PLATFORMS, key) || (platform === 'linux' && !glibc)) {
     throw setupError(`unsupported platform: tfjs-node-rs has prebuilt binaries only for ${SUPPORTED} (${detected}).`);
   }
-  const [maj, min] = String(glibc).split('.').map(Number);
-  if (maj < MIN_GLIBC[0] || (maj === MIN_GLIBC[0] && min < MIN_GLIBC[1])) {
+  if (platform === 'linux' && versionBelow(glibc, MIN_GLIBC)) {
     throw setupError(
       `unsupported platform: libtensorflow ${TF_VERSION} needs glibc >= ${MIN_GLIBC.join('.')} ` +
         `(${detected}).`,
@@ -467,24 +482,24 @@ function readMarker(deps) {
   }
 }
 
-function libSizes(libDir) {
+function libSizes(libDir, libs = LIBS) {
   const sizes = {};
-  for (const lib of LIBS) sizes[lib] = fs.statSync(path.join(libDir, lib)).size;
+  for (const lib of libs) sizes[lib] = fs.statSync(path.join(libDir, lib)).size;
   return sizes;
 }
 
 // True when deps/ is complete for this version (and, when $TFJS_NODE_RS_LIBTENSORFLOW
-// is set, was made from that directory).
-function isComplete(deps, envDir) {
+// is set, was made from that directory); `libraries`: the LIBRARIES entry of its OS.
+function isComplete(deps, envDir, {libs, linkName} = HOST_LIBRARIES) {
   const marker = readMarker(deps);
   if (!marker || marker.version !== TF_VERSION) return false;
   if (envDir && marker.source !== path.resolve(envDir)) return false;
   try {
-    const sizes = libSizes(path.join(deps, 'lib'));
-    for (const lib of LIBS) {
+    const sizes = libSizes(path.join(deps, 'lib'), libs);
+    for (const lib of libs) {
       if (!sizes[lib] || (marker.libs && marker.libs[lib] !== sizes[lib])) return false;
     }
-    fs.statSync(path.join(deps, 'lib', 'libtensorflow.so'));
+    fs.statSync(path.join(deps, 'lib', linkName));
     fs.statSync(path.join(deps, 'lib', 'pkgconfig', 'tensorflow.pc'));
     // A tree made from a wheel by an earlier set of header rules is made again.
     if (marker.kind === 'wheel' && marker.headerRules !== HEADER_RULES) return false;
@@ -712,21 +727,26 @@ async function downloadWheel(cache, spec, {env, log, index = {}}) {
   return pipDownload(cache, spec, {env, log});
 }
 
-async function extractWheel(wheel, tmp, log) {
+async function extractWheel(wheel, tmp, log, spec) {
+  const wanted = spec.libraries.libs;
   log(`extracting libtensorflow ${TF_VERSION} from ${wheel} ...`);
   const started = Date.now();
-  const written = await extractZip(wheel, tmp, wheelTarget);
+  const written = await extractZip(wheel, tmp, (name) => wheelTarget(name, wanted));
   const libs = written.filter((w) => w.target.startsWith('lib/'));
-  if (libs.length !== LIBS.length) throw zipError(`${path.basename(wheel)} does not contain ${LIBS.join(' and ')}`);
+  if (libs.length !== wanted.length) throw zipError(`${path.basename(wheel)} does not contain ${wanted.join(' and ')}`);
   const headers = written.length - libs.length;
   const stripped = [];
-  for (const lib of libs) {
+  // The stripper cuts ELF files only; the macOS wheel's Mach-O libraries stay as they are
+  // (their symbol tables are also what scripts/macho.js checks the addon against).
+  const elf = osOf(spec.key) === 'linux';
+  for (const lib of elf ? libs : []) {
     const r = stripSymbols(path.join(tmp, lib.target));
     if (!r.skipped) stripped.push(`${path.basename(lib.target)} ${fmtMB(r.before)} -> ${fmtMB(r.after)}`);
   }
   log(
     `extracted ${libs.length} libraries and ${headers} headers in ${((Date.now() - started) / 1000).toFixed(1)} s` +
-      `${stripped.length ? ` (symbol tables stripped: ${stripped.join(', ')})` : ''}`,
+      `${stripped.length ? ` (symbol tables stripped: ${stripped.join(', ')})` : ''}` +
+      `${elf ? '' : ' (Mach-O: symbol tables kept)'}`,
   );
   return {source: wheel, kind: 'wheel', headers};
 }
@@ -743,7 +763,7 @@ async function fromWheel(tmp, spec, {env, log, index}, extract = extractWheel) {
   }
   for (;;) {
     try {
-      return await extract(wheel, tmp, log);
+      return await extract(wheel, tmp, log, spec);
     } catch (err) {
       if (err.code !== ZIP_CORRUPT) throw err;
       fs.rmSync(wheel, {force: true});
@@ -764,20 +784,21 @@ async function fromWheel(tmp, spec, {env, log, index}, extract = extractWheel) {
 
 // ---------------------------------------------------------------------------
 
-// Writes what makes tmp/ a complete tree for `dest` (its final path): the
-// libtensorflow.so link, the pkg-config file, the marker (last).
-function finish(tmp, dest, info) {
+// Writes what makes tmp/ a complete tree for `dest` (its final path): the link that
+// `-ltensorflow` finds (libtensorflow.so, or .dylib), the pkg-config file, the marker (last).
+// `libraries`: the LIBRARIES entry of the tree's OS.
+function finish(tmp, dest, info, {libs, linkName} = HOST_LIBRARIES) {
   const lib = path.join(tmp, 'lib');
   fs.mkdirSync(path.join(lib, 'pkgconfig'), {recursive: true});
   fs.mkdirSync(path.join(tmp, 'include'), {recursive: true});
-  if (!exists(path.join(lib, 'libtensorflow.so'))) fs.symlinkSync('libtensorflow_cc.so.2', path.join(lib, 'libtensorflow.so'));
+  if (!exists(path.join(lib, linkName))) fs.symlinkSync(libs[0], path.join(lib, linkName));
   fs.writeFileSync(path.join(lib, 'pkgconfig', 'tensorflow.pc'), pcText(dest));
   const marker = {
     version: TF_VERSION,
     source: info.source,
     kind: info.kind,
     deps: dest,
-    libs: libSizes(lib),
+    libs: libSizes(lib, libs),
     headers: info.headers,
     headerRules: HEADER_RULES,
     created: new Date().toISOString(),
@@ -821,10 +842,10 @@ function swapIn(tmp, dest) {
 }
 
 // Size of what an incomplete deps/ holds (reclaimable when it is replaced).
-function depsBytes(deps) {
+function depsBytes(deps, libs = LIBS) {
   if (isLink(deps)) return 0;
   let total = 0;
-  for (const lib of LIBS) {
+  for (const lib of libs) {
     try {
       const st = fs.lstatSync(path.join(deps, 'lib', lib));
       if (st.isFile()) total += st.size;
@@ -902,7 +923,7 @@ function sharedDir(env = process.env, key = hostPlatform()) {
 async function provideShared({key = hostPlatform(), env = process.env, log = defaultLog, index} = {}) {
   const spec = wheelSpec(key);
   const shared = sharedDir(env, key);
-  if (isComplete(shared)) return shared;
+  if (isComplete(shared, null, spec.libraries)) return shared;
   const cache = path.dirname(shared);
   try {
     fs.mkdirSync(cache, {recursive: true});
@@ -915,9 +936,9 @@ async function provideShared({key = hostPlatform(), env = process.env, log = def
     );
   }
   return withLock(`${shared}.lock`, log, async () => {
-    if (isComplete(shared)) return shared;
+    if (isComplete(shared, null, spec.libraries)) return shared;
     removeStale(cache, path.basename(shared));
-    const reclaim = depsBytes(shared);
+    const reclaim = depsBytes(shared, spec.libraries.libs);
     if (freeBytes(cache) + reclaim < unpackBytes(key)) throw noSpaceError(cache, unpackBytes(key));
     if (freeBytes(cache) < unpackBytes(key)) {
       log(`low on disk space: removing the incomplete ${shared} first`);
@@ -927,7 +948,7 @@ async function provideShared({key = hostPlatform(), env = process.env, log = def
     try {
       fs.rmSync(tmp, {recursive: true, force: true});
       fs.mkdirSync(tmp, {recursive: true});
-      finish(tmp, shared, await fromWheel(tmp, spec, {env, log, index}));
+      finish(tmp, shared, await fromWheel(tmp, spec, {env, log, index}), spec.libraries);
       swapIn(tmp, shared);
     } finally {
       fs.rmSync(tmp, {recursive: true, force: true});

