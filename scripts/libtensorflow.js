@@ -112,6 +112,10 @@ const copyBytes = (key) => Math.ceil(PLATFORMS[key].libsMB * 1.05) * MB;
 const EXTRACT_CONCURRENCY = 4;
 
 const DEFAULT_ROOT = path.resolve(__dirname, '..');
+// Links to folders (deps/ to the shared copy, the addon's deps/ to the root's) are junctions on
+// Windows, which any user may make (a symbolic link needs Developer Mode or an administrator);
+// elsewhere the type is ignored.
+const FOLDER_LINK = 'junction';
 
 function setupError(message, cause) {
   const err = new Error(message);
@@ -1172,7 +1176,7 @@ async function ensureLibtensorflow({root = DEFAULT_ROOT, log = defaultLog, env =
         finish(tmp, deps, copyShared(shared, tmp));
         log(`${COPY_ENV}=1: copied libtensorflow into ${deps}`);
       } else {
-        fs.symlinkSync(shared, tmp);
+        fs.symlinkSync(shared, tmp, FOLDER_LINK);
       }
     }
     swapIn(tmp, deps);
@@ -1208,7 +1212,7 @@ function linkAddonDir(root, addonDir) {
   removeStale(addonDir, 'deps');
   const tmp = `${link}.tmp-${process.pid}`;
   fs.rmSync(tmp, {recursive: true, force: true});
-  fs.symlinkSync(target, tmp);
+  fs.symlinkSync(target, tmp, FOLDER_LINK);
   swapIn(tmp, link);
 }
 
