@@ -136,8 +136,26 @@ test('Linux arm64 with glibc is supported', () => {
   assert.strictEqual(loadWith({system: {...OK_SYSTEM, arch: 'arm64'}}), GOOD_BINDING);
 });
 
+test('Windows x64 loads the addon beside the TF DLL folder put first on PATH for that load only', () => {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'tfjs-node-rs-win-'));
+  try {
+    const system = {...OK_SYSTEM, platform: 'win32', arch: 'x64'};
+    const env = {PATH: 'C:\\Windows'};
+    assertLoadError(() => loadWith({system, env, root}), /the Windows addon is missing/);
+    fs.writeFileSync(path.join(root, 'tfjs-node-rs.win32-x64-gnu.node'), '');
+    assertLoadError(() => loadWith({system, env, root}), /_pywrap_tensorflow_common\.dll is missing/);
+    fs.mkdirSync(path.join(root, 'deps', 'lib'), {recursive: true});
+    fs.writeFileSync(path.join(root, 'deps', 'lib', '_pywrap_tensorflow_common.dll'), '');
+    // An empty file is no addon: the load fails, and PATH is back as it was.
+    assertLoadError(() => loadWith({system, env, root}), /loading the addon failed/);
+    assert.strictEqual(env.PATH, 'C:\\Windows');
+  } finally {
+    fs.rmSync(root, {recursive: true, force: true});
+  }
+});
+
 test('unsupported platforms and architectures name the supported ones', () => {
-  for (const [platform, arch] of [['darwin', 'arm64'], ['win32', 'x64'], ['linux', 'arm'], ['linux', 'ia32'], ['freebsd', 'x64']]) {
+  for (const [platform, arch] of [['darwin', 'arm64'], ['win32', 'arm64'], ['linux', 'arm'], ['linux', 'ia32'], ['freebsd', 'x64']]) {
     let required = false;
     assertLoadError(
       () => loadWith({system: {...OK_SYSTEM, platform, arch}, requireBinding: () => { required = true; }}),

@@ -30,6 +30,10 @@ const OWN_TARGET = TARGETS[process.arch] || TARGETS.x64;
 const PLATFORM_PACKAGE = `tfjs-node-rs-${OWN_TARGET.platform}`;
 const ADDON_FILE = `tfjs-node-rs.${OWN_TARGET.platform}.node`;
 const ERROR_CODE = 'TFJS_NODE_RS_LOAD';
+// Windows x64 (a prototype): the addon is built for x86_64-pc-windows-gnu and loads into the
+// official (MSVC) node.exe through N-API alone. TF's C API is the tensorflow-cpu wheel's
+// _pywrap_tensorflow_common.dll, in deps/lib with the python311.dll stub it imports.
+const WINDOWS = {triple: 'x86_64-pc-windows-gnu', platform: 'win32-x64-gnu', dll: '_pywrap_tensorflow_common.dll'};
 
 function loadError(message, cause) {
   const err = new Error(`tfjs-node-rs: ${message}`);
@@ -78,6 +82,7 @@ function versionBelow(version, min) {
  * Node.js whose N-API version is too old. Runs before the addon is loaded.
  */
 function checkEnvironment({platform, arch, glibc, napi, node} = detect()) {
+  if (platform === 'win32' && arch === 'x64') return checkNapi(napi, node);
   if (platform !== 'linux' || !Object.hasOwn(TARGETS, arch)) {
     throw loadError(
       `unsupported platform ${platform}/${arch}: prebuilt binaries exist only for ${SUPPORTED}. ` +
@@ -97,6 +102,10 @@ function checkEnvironment({platform, arch, glibc, napi, node} = detect()) {
         `Prebuilt binaries exist only for ${SUPPORTED} (e.g. Debian 10+, Ubuntu 18.04+, RHEL 8+).`,
     );
   }
+  checkNapi(napi, node);
+}
+
+function checkNapi(napi, node) {
   const napiVersion = parseInt(napi, 10);
   if (!(napiVersion >= MIN_NAPI)) {
     throw loadError(
@@ -387,6 +396,35 @@ function packageName(root, fsImpl = fs) {
 }
 
 /**
+ * Windows: the addon's import of the TF DLL (and the DLL's of python311.dll) are resolved when
+ * node loads the addon (LoadLibraryExW with LOAD_WITH_ALTERED_SEARCH_PATH, which searches the
+ * addon's folder, the system's and then PATH), so the folder holding them goes first on PATH for
+ * that one load and is taken off again (child processes do not inherit it).
+ */
+function requireWindowsAddon({root = ROOT, env = process.env, resolve = require.resolve, fsImpl = fs} = {}) {
+  const file = `tfjs-node-rs.${WINDOWS.platform}.node`;
+  const addons = [path.join(root, file)];
+  try {
+    addons.push(path.join(path.dirname(resolve(`tfjs-node-rs-${WINDOWS.platform}/package.json`, {paths: [root]})), file));
+  } catch {
+    // not installed
+  }
+  const addon = addons.find((f) => exists(f, fsImpl));
+  if (!addon) throw loadError(`the Windows addon is missing: looked for ${addons.join(', ')}`);
+  const dirs = [env[ENV_DIR], path.join(root, 'deps', 'lib')].filter(Boolean);
+  const dir = dirs.find((d) => exists(path.join(d, WINDOWS.dll), fsImpl));
+  if (!dir) throw loadError(`${WINDOWS.dll} is missing: looked in ${dirs.join(', ')}`);
+  const before = env.PATH;
+  env.PATH = before ? `${dir}${path.delimiter}${before}` : dir;
+  try {
+    return require(addon);
+  } finally {
+    if (before === undefined) delete env.PATH;
+    else env.PATH = before;
+  }
+}
+
+/**
  * Loads the addon: environment checks, TF_CPP_MIN_LOG_LEVEL, require, error
  * explanation, TF_Version check. Returns the binding, with `TF_Version` set.
  */
@@ -406,8 +444,9 @@ function load({
   if (env.TF_CPP_MIN_LOG_LEVEL === undefined) env.TF_CPP_MIN_LOG_LEVEL = defaultLogLevel(root, fsImpl, driver);
   let binding;
   try {
-    binding = requireBinding();
+    binding = system.platform === 'win32' ? requireWindowsAddon({root, env, resolve, fsImpl}) : requireBinding();
   } catch (err) {
+    if (system.platform === 'win32') throw err.code === ERROR_CODE ? err : loadError(`loading the addon failed: ${err.message}`, err);
     throw explainLoadError(err, {root, env, resolve, fsImpl, readFile});
   }
   // tfjs-node's binding carries the linked version as a `TF_Version` string, and client

@@ -126,6 +126,13 @@ impl Drop for Timing {
 }
 
 /// The calling thread's OS id.
+#[cfg(windows)]
+pub fn thread_id() -> u32 {
+    crate::win32::thread_id()
+}
+
+/// The calling thread's OS id.
+#[cfg(unix)]
 pub fn thread_id() -> u32 {
     // SAFETY: gettid has no preconditions.
     let tid = unsafe { libc::gettid() };
