@@ -1,4 +1,8 @@
 fn main() {
+    if std::env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("windows") {
+        windows();
+        return;
+    }
     // On macOS this also leaves undefined symbols to the loader (`-undefined dynamic_lookup`):
     // the napi_* functions are the node executable's, found when node loads the addon.
     napi_build::setup();
@@ -61,4 +65,13 @@ fn main() {
     ] {
         println!("cargo:rustc-cdylib-link-arg=-Wl,-rpath,{origin}/{dir}");
     }
+}
+
+// Windows x64 (x86_64-pc-windows-gnu): TensorFlow's C API is _pywrap_tensorflow_common.dll from
+// the tensorflow-cpu wheel, linked through an import library that tensorflow-sys finds with
+// pkg-config. napi-build's windows-gnu setup would link libnode.dll; node.exe exports N-API
+// itself and napi-sys's dyn-symbols feature (Cargo.toml) looks it up in the host process at load,
+// so it is not called. There is no rpath: the JS loader puts the DLL's folder on the search path.
+fn windows() {
+    println!("cargo:rerun-if-changed=build.rs");
 }

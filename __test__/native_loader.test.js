@@ -159,6 +159,28 @@ test('a libtensorflow dyld cannot find on macOS is reported as missing', () => {
   }
 });
 
+test('Windows x64: the libraries\' folders go first on PATH for the addon\'s load only', () => {
+  const inst = fakeInstall();
+  try {
+    const env = {PATH: 'C:\\Windows'};
+    let seen;
+    const binding = loadWith({
+      system: {...OK_SYSTEM, platform: 'win32', arch: 'x64', glibc: null}, env, root: inst.root,
+      requireBinding: () => { seen = env.PATH; return GOOD_BINDING; },
+    });
+    assert.strictEqual(binding, GOOD_BINDING);
+    const addonDir = path.join(inst.nm, loader.PLATFORM_PACKAGE);
+    assert.strictEqual(seen, [path.join(addonDir, 'deps', 'lib'), path.join(inst.root, 'deps', 'lib'), 'C:\\Windows'].join(path.delimiter));
+    assert.strictEqual(env.PATH, 'C:\\Windows');
+    // Also when the load fails.
+    assert.throws(() => loadWith({system: {...OK_SYSTEM, platform: 'win32', arch: 'x64'}, env, root: inst.root,
+                                  requireBinding: () => { throw new Error('The specified module could not be found.'); }}));
+    assert.strictEqual(env.PATH, 'C:\\Windows');
+  } finally {
+    inst.cleanup();
+  }
+});
+
 test('unsupported platforms and architectures name the supported ones', () => {
   for (const [platform, arch] of [['darwin', 'x64'], ['win32', 'arm64'], ['linux', 'arm'], ['linux', 'ia32'], ['freebsd', 'x64']]) {
     let required = false;

@@ -36,6 +36,10 @@ module.exports = {
     'linux-x64': {rustTarget: 'x86_64-unknown-linux-gnu', napi: 'linux-x64-gnu', describe: 'Linux x64 with glibc >= 2.27'},
     'linux-arm64': {rustTarget: 'aarch64-unknown-linux-gnu', napi: 'linux-arm64-gnu', describe: 'Linux arm64 with glibc >= 2.27'},
     'darwin-arm64': {rustTarget: 'aarch64-apple-darwin', napi: 'darwin-arm64', describe: 'macOS 12 or newer on Apple silicon'},
+    // Built with the GNU toolchain (no MSVC linker here): the addon talks to node only through
+    // N-API, looked up in node.exe at load, so it loads into the official MSVC-built Node.js,
+    // whose napi-rs loader (binding.js) looks for the -msvc name.
+    'win32-x64': {rustTarget: 'x86_64-pc-windows-gnu', napi: 'win32-x64-msvc', describe: 'Windows 10 or newer on x64'},
   },
   /** Machines users ask about that TensorFlow 2.21 has no build for: why, and what to do. */
   UNSUPPORTED_NOTES: {

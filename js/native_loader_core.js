@@ -92,6 +92,10 @@ function checkEnvironment({platform, arch, glibc, napi, node} = detect()) {
         `Prebuilt binaries exist only for ${SUPPORTED} (e.g. Debian 10+, Ubuntu 18.04+, RHEL 8+).`,
     );
   }
+  checkNapi(napi, node);
+}
+
+function checkNapi(napi, node) {
   const napiVersion = parseInt(napi, 10);
   if (!(napiVersion >= MIN_NAPI)) {
     throw loadError(
@@ -357,6 +361,25 @@ function packageName(root, fsImpl = fs) {
 }
 
 /**
+ * Windows: the addon's import of the TF DLL (and that DLL's of python311.dll) are resolved when
+ * node loads the addon (LoadLibraryExW with LOAD_WITH_ALTERED_SEARCH_PATH, which searches the
+ * addon's folder, the system's and then PATH; Windows has no rpath), so `dirs` go first on PATH
+ * for that one load and are taken off again (child processes do not inherit them). Elsewhere the
+ * addon's rpath finds them: `requireBinding()` as it is.
+ */
+function withLibraryPath(platform, dirs, env, requireBinding) {
+  if (platform !== 'win32') return requireBinding();
+  const before = env.PATH;
+  env.PATH = [...dirs, ...(before ? [before] : [])].join(path.delimiter);
+  try {
+    return requireBinding();
+  } finally {
+    if (before === undefined) delete env.PATH;
+    else env.PATH = before;
+  }
+}
+
+/**
  * Loads the addon: environment checks, libtensorflow provided at first use (js/first_use.js),
  * TF_CPP_MIN_LOG_LEVEL, require, error explanation, TF_Version check. Returns the binding, with `TF_Version` set.
  */
@@ -373,16 +396,17 @@ function load({
 } = {}) {
   checkEnvironment(system);
   const addon = addonCandidates({root, resolve, fsImpl})[0];
+  const addonDir = addon ? path.dirname(fsImpl.realpathSync(addon)) : null;
   provide({
-    root, env, fsImpl, driver, makeError: loadError, log: (line) => process.stderr.write(`tfjs-node-rs: ${line}\n`),
-    addonDir: addon ? path.dirname(fsImpl.realpathSync(addon)) : null,
+    root, env, fsImpl, driver, addonDir, makeError: loadError, log: (line) => process.stderr.write(`tfjs-node-rs: ${line}\n`),
   });
   // TensorFlow logs at INFO level while starting; keep warnings and errors only
   // unless the user chose a level. Must be set before libtensorflow is loaded.
   if (env.TF_CPP_MIN_LOG_LEVEL === undefined) env.TF_CPP_MIN_LOG_LEVEL = defaultLogLevel(root, fsImpl, driver);
   let binding;
   try {
-    binding = requireBinding();
+    const libraryDirs = [addonDir && path.join(addonDir, 'deps', 'lib'), path.join(root, 'deps', 'lib')].filter(Boolean);
+    binding = withLibraryPath(system.platform, libraryDirs, env, requireBinding);
   } catch (err) {
     throw explainLoadError(err, {root, env, resolve, fsImpl, readFile});
   }

@@ -38,6 +38,8 @@ impl EnvState {
     }
 
     fn new(js: Js) -> Result<EnvState> {
+        #[cfg(windows)]
+        crate::win32::pin_addon();
         crate::kernels::register();
         crate::allocator::return_large_blocks_to_system();
         Ok(EnvState {

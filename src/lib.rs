@@ -39,3 +39,5 @@ mod sharing;
 mod tensor_spec;
 mod tensor_table;
 mod tf;
+#[cfg(windows)]
+mod win32;

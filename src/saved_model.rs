@@ -29,6 +29,22 @@ pub struct SavedModels {
     next_id: u64,
 }
 
+/// `path` as TF's file system takes it. On Windows, `canonicalize` gives a verbatim path
+/// (`\\?\C:\...`, `\\?\UNC\server\share\...`) and TF appends `/saved_model.pb` to it,
+/// which a verbatim path does not allow (its `/` is no separator): the prefix is dropped.
+fn tf_path(path: &std::path::Path) -> String {
+    let text = path.to_string_lossy();
+    if cfg!(windows) {
+        if let Some(unc) = text.strip_prefix(r"\\?\UNC\") {
+            return format!(r"\\{unc}");
+        }
+        if let Some(local) = text.strip_prefix(r"\\?\") {
+            return local.to_string();
+        }
+    }
+    text.into_owned()
+}
+
 impl SavedModels {
     /// The id of the session for `dir`, `tags` and `config` (the session's own `ConfigProto`
     /// fields, see `Session::load_saved_model`): an existing one (one more reference) or a
@@ -58,7 +74,7 @@ impl SavedModels {
             entry.refs += 1;
             return Ok(id);
         }
-        let dir_c = CString::new(key.0.to_string_lossy().as_bytes())
+        let dir_c = CString::new(tf_path(&key.0).as_bytes())
             .map_err(|_| Error::Type("SavedModel path must not contain NUL characters".into()))?;
         let tags_c = key
             .1

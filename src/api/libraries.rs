@@ -6,7 +6,9 @@
 //! (js/native_loader_core.js) opens each one from the package's own copy first: the dynamic
 //! linker then hands TF the already-loaded library, so no `LD_LIBRARY_PATH` is needed.
 
-use std::ffi::{CStr, CString};
+#[cfg(unix)]
+use std::ffi::CStr;
+use std::ffi::CString;
 
 use crate::tf::op_def;
 use crate::tf::status::Status;
@@ -25,6 +27,7 @@ pub fn load_op_library(path: String) -> napi::Result<Vec<String>> {
 
 /// Loads the shared library at `path` (`RTLD_NOW | RTLD_LOCAL`, as TF opens its own) and keeps
 /// it loaded for the life of the process.
+#[cfg(unix)]
 #[napi_derive::napi(js_name = "preloadLibrary")]
 pub fn preload_library(path: String) -> napi::Result<()> {
     let c_path = CString::new(path.as_str())
@@ -41,7 +44,17 @@ pub fn preload_library(path: String) -> napi::Result<()> {
     Ok(())
 }
 
+/// Loads the DLL at `path` (its imports found beside it first) and keeps it loaded for the life
+/// of the process.
+#[cfg(windows)]
+#[napi_derive::napi(js_name = "preloadLibrary")]
+pub fn preload_library(path: String) -> napi::Result<()> {
+    crate::win32::load_library(&path)
+        .map_err(|err| napi::Error::from_reason(format!("cannot load {path}: {err}")))
+}
+
 /// The dynamic linker's message for the last failed call on this thread.
+#[cfg(unix)]
 fn last_dl_error() -> String {
     // SAFETY: dlerror returns null or a NUL-terminated string valid until the next dl* call
     // on this thread; it is copied out at once.

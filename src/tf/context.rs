@@ -224,7 +224,21 @@ pub fn tf_version() -> String {
         .into_owned()
 }
 
+/// The file libtensorflow's C API was loaded from, as the loader resolved it.
+#[cfg(windows)]
+pub fn library_path() -> Option<String> {
+    // `sys::TF_Version` is the addon's own jump to the DLL; its import slot holds the address
+    // the loader bound, inside the DLL.
+    extern "C" {
+        #[link_name = "__imp_TF_Version"]
+        static TF_VERSION_IMPORT: *const std::ffi::c_void;
+    }
+    // SAFETY: the import slot is filled by the loader before any of the addon's code runs.
+    crate::win32::module_path(unsafe { TF_VERSION_IMPORT })
+}
+
 /// The file libtensorflow's C API was loaded from, as the dynamic linker resolved it.
+#[cfg(unix)]
 pub fn library_path() -> Option<String> {
     let mut info = std::mem::MaybeUninit::<libc::Dl_info>::zeroed();
     // SAFETY: dladdr only reads the address (a function of the loaded library) and fills

@@ -17,14 +17,17 @@
 //!
 //! Synchronous signals (faults) are never blocked: a fault while blocked would kill the process.
 
+#[cfg(unix)]
 use std::mem::MaybeUninit;
 
 /// The current thread's signal mask, restored on drop, with asynchronous signals blocked
 /// meanwhile.
+#[cfg(unix)]
 pub struct AsyncSignalsBlocked {
     previous: libc::sigset_t,
 }
 
+#[cfg(unix)]
 impl AsyncSignalsBlocked {
     pub fn new() -> AsyncSignalsBlocked {
         let blocked = asynchronous_signals();
@@ -44,6 +47,7 @@ impl AsyncSignalsBlocked {
     }
 }
 
+#[cfg(unix)]
 impl Drop for AsyncSignalsBlocked {
     fn drop(&mut self) {
         // SAFETY: `previous` is the mask this thread had before `new`; restoring it is always valid.
@@ -52,6 +56,7 @@ impl Drop for AsyncSignalsBlocked {
 }
 
 /// Every signal except those the CPU raises for the faulting instruction itself.
+#[cfg(unix)]
 fn asynchronous_signals() -> libc::sigset_t {
     let mut set = MaybeUninit::<libc::sigset_t>::zeroed();
     // SAFETY: the set is a valid, writable sigset_t; the signal numbers are valid.
@@ -72,6 +77,23 @@ fn asynchronous_signals() -> libc::sigset_t {
     }
 }
 
+/// Windows has no asynchronous signals to keep out: a profiler samples a thread by suspending
+/// it, and console events run on a thread of their own, so nothing is written on the stack of a
+/// thread inside a generated kernel.
+#[cfg(windows)]
+pub struct AsyncSignalsBlocked;
+
+#[cfg(windows)]
+impl AsyncSignalsBlocked {
+    pub fn new() -> AsyncSignalsBlocked {
+        AsyncSignalsBlocked
+    }
+
+    pub fn when(needed: bool) -> Option<AsyncSignalsBlocked> {
+        needed.then(AsyncSignalsBlocked::new)
+    }
+}
+
 /// Whether TF may run op `name` on oneDNN's generated GEMM kernels: matrix products (MatMul,
 /// its fused and batched forms, Einsum), convolutions (and their gradients), which TF computes
 /// as contractions, and the block RNN cells built on them.
@@ -82,7 +104,7 @@ pub fn uses_generated_gemm(name: &[u8]) -> bool {
         .any(|family| name.windows(family.len()).any(|w| w == *family))
 }
 
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
 

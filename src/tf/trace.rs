@@ -125,8 +125,14 @@ impl Drop for Timing {
     }
 }
 
+/// The calling thread's OS id.
+#[cfg(windows)]
+pub fn thread_id() -> u32 {
+    crate::win32::thread_id()
+}
+
 /// The calling thread's OS id (0 if it does not fit a trace's u32).
-#[cfg(not(target_os = "macos"))]
+#[cfg(all(unix, not(target_os = "macos")))]
 pub fn thread_id() -> u32 {
     // SAFETY: gettid has no preconditions.
     let tid = unsafe { libc::gettid() };
