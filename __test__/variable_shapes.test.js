@@ -7,6 +7,7 @@
 
 const test = require('node:test');
 const assert = require('node:assert');
+const path = require('path');
 
 const tf = require('..');
 
@@ -153,3 +154,56 @@ test('calls whose constants depend on the shape keep graphs per shape, with righ
        assert.strictEqual(stats().genericCompiled, before.genericCompiled);
        assert.ok(stats().replays > before.replays, 'per-shape graphs still replay');
      });
+
+test('a GraphModel whose flatten reshapes to a size read from the input\'s shape, of many batches',
+     async () => {
+       // tfjs-converter computes Shape -> StridedSlice -> Pack in JS: the reshape's target is a
+       // constant of each batch size, so each keeps a graph of its own.
+       const file = path.join(__dirname, '..', 'benches', 'fixtures', 'graph_convnet', 'model.json');
+       const model = await tf.loadGraphModel(tf.io.fileSystem(file));
+       const batches = [1, 2, 3, 4, 5, 1, 2, 3];
+       const images = batches.map((n) => tf.tensor4d(
+           Array.from({length: n * 28 * 28}, (_, i) => Math.cos(i + n) ** 2), [n, 28, 28, 1]));
+       const predictAll = () => images.map((x) => {
+         const y = model.predict(x);
+         const v = Array.from(y.dataSync());
+         y.dispose();
+         return v;
+       });
+       const eager = await on('eager', predictAll);
+       const before = stats();
+       for (let round = 0; round < 3; round++) {
+         const got = await on('graphs', predictAll);
+         got.forEach((v, k) => close(v, eager[k], `batch ${batches[k]}`, 1e-5));
+       }
+       assert.strictEqual(stats().genericCompiled, before.genericCompiled);
+       assert.ok(stats().replays > before.replays, 'per-shape graphs replay');
+       tf.dispose(images);
+       model.dispose();
+     });
+
+test('training steps of many widths (graphs per width): weights and losses as eager', async () => {
+  const widths = [8, 11, 14, 17, 20, 23, 8, 11];
+  const train = async () => {
+    const model = convnet();
+    model.compile({optimizer: tf.train.adam(0.01), loss: 'meanSquaredError'});
+    const losses = [];
+    for (const w of widths) {
+      const x = image(6, w);
+      const y = tf.tensor2d([[0.5, -0.5, 1, 0]]);
+      losses.push(await model.trainOnBatch(x, y));
+      tf.dispose([x, y]);
+    }
+    const weights = model.getWeights().map((t) => Array.from(t.dataSync()));
+    model.dispose();
+    return {losses, weights};
+  };
+  const eager = await on('eager', train);
+  const before = stats();
+  const graphs = await on('graphs', train);
+  close(graphs.losses, eager.losses, 'losses');
+  graphs.weights.forEach((w, i) => close(w, eager.weights[i], `weight ${i}`));
+  // The gradient of the pooling's mean tiles by the input's dims, constants of each shape: the
+  // generic recordings differ, and the widths keep graphs of their own.
+  assert.strictEqual(stats().genericCompiled, before.genericCompiled);
+});
