@@ -148,8 +148,9 @@ class CallGraphs {
   /**
    * Runs `run()` eagerly, recorded for `generic`'s graph: when it ran the ops of the recording
    * described before (of other dims) on the same outside tensors, the two are compiled as one
-   * graph with the dims they differ in unknown. Else, a recording that needs no second to
-   * witness it is its shape's graph (`entry`, when the cache has room for it), as in `record`.
+   * graph with the dims they differ in unknown. Else it serves its shape (`entry`, when the
+   * cache has room for it) as in `record`: its graph when it needs no second to witness it,
+   * else the recording its shape's next call may repeat.
    * A call that throws counts for nothing (a request the model cannot take must not end the
    * graph of those it can).
    */
@@ -194,15 +195,22 @@ class CallGraphs {
       }
       const trusted = entry !== undefined && entry.last === null && !call.witnessed &&
           !recording.drewRandom && this.trusts();
-      if (entry !== undefined && entry.graph === null && !entry.eager &&
-          (call.witnessed || trusted)) {
-        this.compileOwn(entry, backend, call, sideEffects, trusted);
+      if (entry !== undefined && entry.graph === null && !entry.eager) {
+        if (call.witnessed || trusted) {
+          this.compileOwn(entry, backend, call, sideEffects, trusted);
+        } else if (entry.last === null) {
+          // The shape's first recording, kept as `record` keeps one: its next call may repeat it.
+          entry.recordings++;
+          entry.last = {call, recording};
+        }
       }
     }
-    // Kept to compare, not to compile: its tensors go (ids are never reused, so its fixed
+    // Kept to compare, not to compile (ids are never reused, so once its tensors go, its fixed
     // ones still tell which tensors they were).
     generic.described = merged !== null ? merged : call;
-    recording.release();
+    if (entry === undefined || entry.last === null || entry.last.recording !== recording) {
+      recording.release();
+    }
     return result;
   }
 
