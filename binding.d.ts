@@ -101,10 +101,11 @@ export declare function callRunsAhead(call: number): boolean
 
 /**
  * Compiles a recorded call into one graph; returns its id for `runCall`. `fedIds` are tensors
- * of the recorded call that each call feeds anew (their dtypes type the feeds); `fixedIds`
+ * of the recorded call that each call feeds anew (their dtypes type the feeds, their dims
+ * too unless `fedDims` gives others: -1 for a dim whose size calls may vary); `fixedIds`
  * are tensors every call uses as they are now (the graph keeps them).
  */
-export declare function compileCall(ops: Array<CallOp>, fedIds: Array<number>, fixedIds: Array<number>, fetches: Array<CallRef>): number
+export declare function compileCall(ops: Array<CallOp>, fedIds: Array<number>, fixedIds: Array<number>, fetches: Array<CallRef>, fedDims?: Array<Array<number>> | undefined | null): number
 
 /**
  * Creates this env's runtime now rather than at its first call: its TF context, and the

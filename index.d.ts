@@ -138,6 +138,14 @@ export declare namespace node {
     eagerKeys: number;
     /** Why the last recording could not be a graph, with its call site, or null. */
     lastFailure: string | null;
+    /** Call graphs alive now. */
+    alive: number;
+    /** Graphs compiled for inputs of any size in the dims that varied between calls. */
+    genericCompiled: number;
+    /** Calls run as such a graph. */
+    genericReplays: number;
+    /** Calls such a graph failed on, then run eagerly (their result or error is eager's). */
+    genericFallbacks: number;
   };
 
   // ------------------------------------------------------------------ Beyond one machine

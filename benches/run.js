@@ -13,10 +13,11 @@
 //   --backends=a,b       backends to run (default: tensorflow,defer-off,tfjs-node,wasm,cpu,keras;
 //                        defer-off: this package with TFJS_NODE_RS_DEFER=0)
 //   --models=a,b         models to run (default: all, or the quick subset)
-//   --only=models,micro,rss,clients,distributed   groups to run (default: all; clients: real
-//                        client libraries of tfjs-node, scripts/clients.js, on tensorflow,
-//                        tfjs-node, wasm; distributed: benches/distributed.js, tf.node's
-//                        distributed runtime on 127.0.0.1, this package only)
+//   --only=models,micro,rss,shapes,clients,distributed   groups to run (default: all; shapes:
+//                        a convnet's predicts of one shape and of 400 widths, benches/shapes.js;
+//                        clients: real client libraries of tfjs-node, scripts/clients.js, on
+//                        tensorflow, tfjs-node, wasm; distributed: benches/distributed.js,
+//                        tf.node's distributed runtime on 127.0.0.1, this package only)
 //   --passes=N           worker processes per model and backend, interleaved across backends
 //                        (default 3; cpu and quick runs: 1; this package with deferring on
 //                        and off: N + 2, back to back)
@@ -49,7 +50,7 @@ const TFJS_BACKENDS = ALL_BACKENDS.filter((b) => b !== 'keras');
 const PREDICT_CALLS = 20;
 const FIT_EPOCHS = 10;
 const QUICK_MODELS = ['dense-tiny', 'convolutional-1filters', 'rnn-SimpleRNN', 'graph-model'];
-const GROUPS = ['models', 'micro', 'rss', 'clients', 'serving', 'distributed'];
+const GROUPS = ['models', 'micro', 'rss', 'shapes', 'clients', 'serving', 'distributed'];
 
 function parseArgs(argv) {
   const o = {quick: false, write: false};
@@ -429,6 +430,39 @@ function runRss(opts, backends, results) {
 }
 
 /**
+ * Inputs of many shapes (benches/shapes.js): a convnet's predicts of one shape, and over 400
+ * widths, in worker processes interleaved across backends (`cpu` left out); per backend the
+ * median of the passes.
+ */
+function runShapes(opts, backends, results) {
+  const runOn = backends.filter((b) => b !== 'cpu');
+  const runs = new Map(runOn.map((b) => [b, []]));
+  for (let pass = 0; pass < (opts.quick ? 1 : opts.passes); pass++) {
+    for (const backend of runOn.slice(pass % runOn.length).concat(runOn.slice(0, pass % runOn.length))) {
+      const r = runWorker({backend, kind: 'shapes'});
+      const got = r.shapes || {error: (r.error || '').split('\n')[0]};
+      runs.get(backend).push(got);
+      console.log(`  shapes ${backend.padEnd(10)} ` + (got.error ? `ERROR ${got.error}` :
+        `one shape ${got.fixedMs.toFixed(2)} ms/call (width ${got.meanWidth}: ` +
+        `${got.fixedMeanMs.toFixed(2)}), ${got.widths} widths ${got.variableMs.toFixed(2)} ` +
+        `ms/call, RSS +${got.rssDeltaMB.toFixed(0)} MB` +
+        (got.graphsAlive === null ? '' : `, ${got.graphsAlive} call graphs alive`)) +
+        `  (pass ${pass + 1})`);
+    }
+  }
+  results.shapes = {};
+  for (const [backend, passes] of runs) {
+    const failed = passes.find((g) => g.error);
+    const mid = (key) => median(passes.map((g) => g[key]));
+    results.shapes[backend] = failed ? {error: failed.error} : {
+      fixedMs: mid('fixedMs'), fixedMeanMs: mid('fixedMeanMs'), variableMs: mid('variableMs'),
+      rssDeltaMB: mid('rssDeltaMB'), graphsAlive: passes[0].graphsAlive,
+      meanWidth: passes[0].meanWidth, widths: passes[0].widths,
+    };
+  }
+}
+
+/**
  * Real client libraries of tfjs-node (scripts/clients.js), each on its sample images in fresh
  * worker processes, interleaved across backends: the first call after loading the models, and
  * the median of later calls (a whole pipeline on one image each). `cpu` is left out: human's
@@ -558,6 +592,10 @@ function main() {
   if (opts.only.includes('rss') && tfjsBackends.length) {
     console.log('\npeak RSS added by a 400 MB tensor:');
     runRss(opts, tfjsBackends, results);
+  }
+  if (opts.only.includes('shapes') && tfjsBackends.length) {
+    console.log('\ninputs of many shapes (ms per predict from the first call, benches/shapes.js):');
+    runShapes(opts, tfjsBackends, results);
   }
   if (opts.only.includes('clients') && tfjsBackends.length) {
     console.log('\nreal client libraries (ms per call, first and steady state):');

@@ -4,7 +4,7 @@
 //
 //   node --expose-gc benches/worker.js '<json task>' <out.json>
 //
-// task: {backend, kind: 'info' | 'model' | 'micro' | 'per-op' | 'rss' | 'clients', ...}; see run.js
+// task: {backend, kind: 'info' | 'model' | 'micro' | 'per-op' | 'rss' | 'shapes' | 'clients', ...}; see run.js
 // for the fields.
 
 const fs = require('fs');
@@ -191,6 +191,7 @@ async function main() {
       else if (task.kind === 'micro') result.micro = micro(tf, task);
       else if (task.kind === 'per-op') result.perOp = perOp(tf, task);
       else if (task.kind === 'rss') result.rss = rss(tf, task);
+      else if (task.kind === 'shapes') result.shapes = require('./shapes').shapes(tf);
       else if (task.kind !== 'info') throw new Error(`unknown task ${task.kind}`);
     }
   } catch (e) {

@@ -68,6 +68,17 @@ impl TensorSpec {
         })
     }
 
+    /// Whether a tensor of `dims` fits this spec: the same rank, and each dim equal or of any
+    /// size where this spec's is -1 (a graph fed several shapes).
+    pub fn admits_dims(&self, dims: &[i64]) -> bool {
+        self.dims.len() == dims.len()
+            && self
+                .dims
+                .iter()
+                .zip(dims)
+                .all(|(&want, &got)| want == -1 || want == got)
+    }
+
     /// Bytes of element data (`data_bytes`).
     pub fn byte_count(&self) -> u64 {
         data_bytes(self.dtype, &self.dims)

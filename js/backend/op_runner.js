@@ -97,10 +97,11 @@ class OpRunner {
 
   /**
    * Compiles a recorded call into one graph; returns its id. `fedIds`: tensors each call feeds
-   * anew; `fixedIds`: tensors every call uses as they are now.
+   * anew (`fedDims`, when given, their dims, -1 where calls may differ); `fixedIds`: tensors
+   * every call uses as they are now.
    */
-  compileCall(ops, fedIds, fixedIds, fetches) {
-    return this.binding.compileCall(ops, fedIds, fixedIds, fetches);
+  compileCall(ops, fedIds, fixedIds, fetches, fedDims) {
+    return this.binding.compileCall(ops, fedIds, fixedIds, fetches, fedDims);
   }
 
   /** Runs call graph `id` fed native `feedIds`; returns its outputs as `[{id, shape, dtype}]`. */

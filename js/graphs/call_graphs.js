@@ -18,6 +18,16 @@
 //   3. later calls feed the inputs and the variables' current values to that graph in one
 //      `runCall`, make the outputs tfjs tensors, and assign the variables the call assigned.
 //
+// Inputs whose shapes vary (a server's requests) would make a key per shape. Once a call site
+// has seen `SHAPES_BEFORE_GENERIC` shapes of one signature (the key without dims: dtypes,
+// ranks, the call site's part), its calls of further shapes are recorded for one graph of any
+// such shape: two recordings of different shapes that ran the same ops on the same outside
+// tensors (so no constant JS computed from a shape differs) are compiled with the dims that
+// differed unknown (-1), and that graph serves every call whose other dims match, its outputs'
+// shapes those TF computes. A call it fails on runs eagerly, with eager's result or error.
+// Where the recordings differ (a reshape to a shape JS computed), the signature records no
+// more and its shapes keep graphs of their own, as above.
+//
 // A recording that cannot be a graph (it reads values, writes random values from JS, creates
 // variables, keeps tensors it does not return), or keys that never repeat, leave the calls
 // eager after a few tries. Calls inside a gradient tape, inside a kernel or another recorded
@@ -25,12 +35,14 @@
 
 const tfc = require('@tensorflow/tfjs-core');
 const {Recording, rebuild, sameOutside} = require('./recording');
-const {TensorFlowBackend, sameShape} = require('../backend/tensorflow_backend');
+const {TensorFlowBackend} = require('../backend/tensorflow_backend');
 
 /** Recordings per key before the key is left eager. */
 const MAX_RECORDINGS = 4;
-/** Keys per cache; calls of further keys run eagerly. */
+/** Keys per cache, and signatures (keys without dims); calls of further keys run eagerly. */
 const MAX_KEYS = 64;
+/** Shapes of one signature a call site sees before it records calls for a graph of any shape. */
+const SHAPES_BEFORE_GENERIC = 2;
 /** The tfjs flag that turns call graphs off (`tf.env().set(FLAG, false)`). */
 const FLAG = 'TFJS_NODE_RS_CALL_GRAPHS';
 
@@ -48,11 +60,13 @@ engine.makeVariable = function(...args) {
 
 /** Counters for `tf.node.callGraphStats()`. */
 const stats = {compiled: 0, replays: 0, recordings: 0, ranAhead: 0, fromFirstCalls: 0,
-  eagerKeys: 0, lastFailure: null};
+  eagerKeys: 0, lastFailure: null, alive: 0, genericCompiled: 0, genericReplays: 0,
+  genericFallbacks: 0};
 
 /** Frees a cache's graphs when the cache (its model or function) is collected. */
 const graphsOfCollected = new FinalizationRegistry(({runner, ids}) => {
   for (const id of ids) runner.dropCall(id);
+  stats.alive -= ids.size;
 });
 
 class CallGraphs {
@@ -65,6 +79,11 @@ class CallGraphs {
     this.label = label;
     this.trusts = trusts;
     this.entries = new Map();
+    /** Per signature (a key without its dims), its calls of any shape (see the header): the
+     * shapes seen (up to `SHAPES_BEFORE_GENERIC`), recordings that did not repeat, its graph,
+     * whether it records no more (`eager`), and the last recording's description; shaped as
+     * an entry for `replay` and `leaveEager` (`last` stays null: it holds no recording). */
+    this.generics = new Map();
     /** Call graph ids alive, shared with the finalizer. */
     this.held = {runner: null, ids: new Set()};
   }
@@ -79,19 +98,120 @@ class CallGraphs {
   call(key, inputs, run, sideEffects) {
     const backend = tfc.backend();
     if (!ready(backend)) return run();
-    const fullKey = key + aliasKey(inputs);
-    let entry = this.entries.get(fullKey);
-    if (entry === undefined) {
-      if (this.entries.size >= MAX_KEYS) return run();
-      entry = {recordings: 0, last: null, graph: null, eager: false};
-      this.entries.set(fullKey, entry);
-    }
-    if (entry.graph !== null) {
+    const signature = key + aliasKey(inputs);
+    const dims = dimsKey(inputs);
+    let entry = this.entries.get(signature + dims);
+    if (entry !== undefined && entry.graph !== null) {
       const replayed = this.replay(backend, entry, inputs);
       if (replayed !== undefined) return replayed;
     }
-    if (entry.eager) return run();
+    const generic = this.genericOf(signature, dims);
+    if (generic !== null) {
+      if (generic.graph !== null && admits(generic.graph.dims, inputs)) {
+        const replayed = this.replay(backend, generic, inputs);
+        if (replayed !== undefined) return replayed;
+        if (generic.graph !== null) {
+          // The graph failed: the call runs eagerly, with the result or error eager gives.
+          stats.genericFallbacks++;
+          return run();
+        }
+      }
+    }
+    if (entry === undefined && this.entries.size < MAX_KEYS) {
+      entry = {recordings: 0, last: null, graph: null, eager: false};
+      this.entries.set(signature + dims, entry);
+    }
+    if (generic !== null && !generic.eager &&
+        (generic.described === null || generic.described.dims !== dims)) {
+      return this.recordGeneric(backend, generic, entry, dims, inputs, run, sideEffects);
+    }
+    if (entry === undefined || entry.eager) return run();
     return this.record(backend, entry, inputs, run, sideEffects);
+  }
+
+  /**
+   * The state of `signature`'s calls of any shape once its calls have had
+   * `SHAPES_BEFORE_GENERIC` shapes (`dims`, this call's, counted), else null.
+   */
+  genericOf(signature, dims) {
+    let generic = this.generics.get(signature);
+    if (generic === undefined) {
+      if (this.generics.size >= MAX_KEYS) return null;
+      generic = {shapes: new Set(), recordings: 0, last: null, graph: null, eager: false,
+        described: null};
+      this.generics.set(signature, generic);
+    }
+    if (generic.shapes.size < SHAPES_BEFORE_GENERIC) generic.shapes.add(dims);
+    return generic.shapes.size < SHAPES_BEFORE_GENERIC ? null : generic;
+  }
+
+  /**
+   * Runs `run()` eagerly, recorded for `generic`'s graph: when it ran the ops of the recording
+   * described before (of other dims) on the same outside tensors, the two are compiled as one
+   * graph with the dims they differ in unknown. Else it serves its shape (`entry`, when the
+   * cache has room for it) as in `record`: its graph when it needs no second to witness it,
+   * else the recording its shape's next call may repeat.
+   * A call that throws counts for nothing (a request the model cannot take must not end the
+   * graph of those it can).
+   */
+  recordGeneric(backend, generic, entry, dims, inputs, run, sideEffects) {
+    stats.recordings++;
+    let recording;
+    try {
+      recording = new Recording(backend, inputs);
+    } catch (e) {
+      generic.eager = true;
+      return run();
+    }
+    const before = sideEffects ? sideEffects.read() : undefined;
+    const {result, call} = runRecorded(backend, recording, run);
+    if (call === null) {
+      recording.release();
+      stats.lastFailure = `${this.label}: ${recording.failure}`;
+      generic.eager = true;
+      return result;
+    }
+    if (sideEffects) call.sideEffect = sideEffects.read() - before;
+    call.dims = dims;
+    call.inputShapes = inputs.map((t) => t.shape.slice());
+    const previous = generic.described;
+    const merged = previous !== null && !call.witnessOnly && previous.key === call.key &&
+        sameOutside(previous.outside, call.outside) &&
+        previous.sideEffect === call.sideEffect ? generalize(previous, call) : null;
+    if (merged !== null) {
+      const id = this.compile(backend, merged);
+      if (typeof id !== 'number') {
+        stats.lastFailure = `${this.label}: cannot be a graph of any shape: ${id.message}`;
+        generic.eager = true;
+      } else if (this.setUp(backend, id, merged)) {
+        if (generic.graph !== null) this.dropGraph(generic);
+        this.install(generic, backend, id, merged, sideEffects);
+        stats.genericCompiled++;
+      }
+    } else {
+      if (++generic.recordings >= MAX_RECORDINGS) {
+        stats.lastFailure = `${this.label}: runs other ops or constants for other shapes`;
+        generic.eager = true;
+      }
+      const trusted = entry !== undefined && entry.last === null && !call.witnessed &&
+          !recording.drewRandom && this.trusts();
+      if (entry !== undefined && entry.graph === null && !entry.eager) {
+        if (call.witnessed || trusted) {
+          this.compileOwn(entry, backend, call, sideEffects, trusted);
+        } else if (entry.last === null) {
+          // The shape's first recording, kept as `record` keeps one: its next call may repeat it.
+          entry.recordings++;
+          entry.last = {call, recording};
+        }
+      }
+    }
+    // Kept to compare, not to compile (ids are never reused, so once its tensors go, its fixed
+    // ones still tell which tensors they were).
+    generic.described = merged !== null ? merged : call;
+    if (entry === undefined || entry.last === null || entry.last.recording !== recording) {
+      recording.release();
+    }
+    return result;
   }
 
   record(backend, entry, inputs, run, sideEffects) {
@@ -111,24 +231,7 @@ class CallGraphs {
     const speculative = previous !== null ? previous.speculative : null;
     if (speculative !== null && speculative.runsAhead) recording.runAhead(previous.call);
     const before = sideEffects ? sideEffects.read() : undefined;
-    backend.ops.startRecording(recording);
-    backend.pauseDeferring(true);
-    let result;
-    let call;
-    try {
-      result = run();
-      // While still recording: an output that is a lazy reshape gets its native view from a
-      // Reshape op here, which joins the call.
-      call = recording.finish(result);
-    } catch (e) {
-      // What the call's JS did before it threw stays done, as eagerly: its ops run now.
-      recording.materialize();
-      recording.release();
-      throw e;
-    } finally {
-      backend.ops.stopRecording();
-      backend.pauseDeferring(false);
-    }
+    const {result, call} = runRecorded(backend, recording, run);
     if (call === null) {
       recording.release();
       this.fail(entry, recording.failure);
@@ -169,16 +272,7 @@ class CallGraphs {
     }
     if (previous !== null) this.forget(previous);
     entry.last = null;
-    if (entry.graph === null && compiles) {
-      const id = this.compile(backend, call);
-      if (typeof id !== 'number') {
-        this.fail(entry, `cannot be a graph: ${id.message}`, true);
-      } else if (this.setUp(backend, id, call)) {
-        // Set up now, as a repeat's graph is by `speculate`: the key's next call runs it.
-        this.install(entry, backend, id, call, sideEffects);
-        if (trusted) stats.fromFirstCalls++;
-      }
-    }
+    if (entry.graph === null && compiles) this.compileOwn(entry, backend, call, sideEffects, trusted);
     if (compiles) {
       recording.release();
     } else {
@@ -186,6 +280,18 @@ class CallGraphs {
       if (entry.recordings >= MAX_RECORDINGS) this.fail(entry, 'runs different ops each call');
     }
     return result;
+  }
+
+  /** Compiles `call` as `entry`'s graph (`trusted`: from a first call, as trust.js allows). */
+  compileOwn(entry, backend, call, sideEffects, trusted) {
+    const id = this.compile(backend, call);
+    if (typeof id !== 'number') {
+      this.fail(entry, `cannot be a graph: ${id.message}`, true);
+    } else if (this.setUp(backend, id, call)) {
+      // Set up now, as a repeat's graph is by `speculate`: the key's next call runs it.
+      this.install(entry, backend, id, call, sideEffects);
+      if (trusted) stats.fromFirstCalls++;
+    }
   }
 
   /**
@@ -239,7 +345,8 @@ class CallGraphs {
 
   /**
    * Compiles `call`; returns its graph's id, or the error that rules a graph out. Feeds: the
-   * inputs and the variables' values, given anew each call, then the fixed ones.
+   * inputs and the variables' values, given anew each call, then the fixed ones; a call of
+   * several shapes (`generalize`) has its inputs' dims, -1 where they vary.
    */
   compile(backend, call) {
     const fed = [];
@@ -260,15 +367,18 @@ class CallGraphs {
     const toNative = (ref) => ref.outside !== undefined ? {feed: feedOf[ref.outside]} : ref;
     const fetches = call.outputs.map((o) => toNative(o.ref))
         .concat(call.assigned.map((a) => toNative(a.ref)));
+    const fedDims = call.inputDims === undefined ? undefined :
+        fed.map((o) => o.input !== undefined ? call.inputDims[o.input] : o.variable.shape);
     let id;
     try {
       id = backend.ops.compileCall(
           call.ops.map(({op, inputs, outs}) => ({op, inputs: inputs.map(toNative),
                                                  shapes: outs.map((o) => o.shape)})),
-          fed.map((o) => fedId(backend, o)), fixed.map((o) => o.fixed), fetches);
+          fed.map((o) => fedId(backend, o)), fixed.map((o) => o.fixed), fetches, fedDims);
     } catch (e) {
       return e;
     }
+    stats.alive++;
     this.held.runner = backend.ops;
     if (this.held.ids.size === 0) graphsOfCollected.register(this, this.held, this.held);
     this.held.ids.add(id);
@@ -287,6 +397,8 @@ class CallGraphs {
       template: call.template,
       sideEffect: call.sideEffect,
       sideEffects,
+      /** The inputs' dims, -1 where they may vary; null: those of the recorded call. */
+      dims: call.inputDims === undefined ? null : call.inputDims,
     };
     stats.compiled++;
   }
@@ -297,7 +409,10 @@ class CallGraphs {
     if (last.speculative) this.dropId(last.speculative.id);
   }
 
-  /** The call's result from its graph; undefined when the graph no longer fits the call. */
+  /**
+   * The call's result from its graph; undefined when the graph no longer fits the call, or
+   * when a graph of several shapes failed on it (its error may not be eager's).
+   */
   replay(backend, entry, inputs) {
     const graph = entry.graph;
     if (graph.backend !== backend) {
@@ -309,7 +424,13 @@ class CallGraphs {
       const f = graph.fed[k];
       fed[k] = backend.idOf(f.input !== undefined ? inputs[f.input] : f.variable);
     }
-    const outs = backend.ops.runCall(graph.id, fed);
+    let outs;
+    try {
+      outs = backend.ops.runCall(graph.id, fed);
+    } catch (e) {
+      if (graph.dims === null) throw e;
+      return undefined;
+    }
     const n = graph.outputs.length;
     if (!computedAsRecorded(outs, graph.outputs, graph.assigned)) {
       // Shapes that depend on values: the recorded JS decided on others. Run it eagerly.
@@ -327,6 +448,7 @@ class CallGraphs {
     }
     if (graph.sideEffects) graph.sideEffects.replay(graph.sideEffect);
     stats.replays++;
+    if (graph.dims !== null) stats.genericReplays++;
     return rebuild(graph.template, tensors);
   }
 
@@ -337,6 +459,10 @@ class CallGraphs {
       if (entry.last !== null) this.forget(entry.last);
     }
     this.entries.clear();
+    for (const generic of this.generics.values()) {
+      if (generic.graph !== null) this.dropGraph(generic);
+    }
+    this.generics.clear();
   }
 
   dropGraph(entry) {
@@ -347,6 +473,7 @@ class CallGraphs {
   dropId(id) {
     this.held.ids.delete(id);
     this.held.runner.dropCall(id);
+    stats.alive--;
   }
 
   fail(entry, reason, final = false) {
@@ -395,6 +522,64 @@ function ready(backend) {
 }
 
 /**
+ * Runs `run()` recorded by `recording`: `{result, call}`, `call` the description
+ * (`Recording.finish`) or null. When the call throws, what its JS did before stays done, as
+ * eagerly (its ops run now), and the error goes on.
+ */
+function runRecorded(backend, recording, run) {
+  backend.ops.startRecording(recording);
+  backend.pauseDeferring(true);
+  try {
+    const result = run();
+    // While still recording: an output that is a lazy reshape gets its native view from a
+    // Reshape op here, which joins the call.
+    return {result, call: recording.finish(result)};
+  } catch (e) {
+    recording.materialize();
+    recording.release();
+    throw e;
+  } finally {
+    backend.ops.stopRecording();
+    backend.pauseDeferring(false);
+  }
+}
+
+/**
+ * `b`, a recorded call that ran the ops of `a` (a call, or such a merge) on inputs of other
+ * dims (`inputShapes`), with every dim that differs between them -1: its inputs' (also as
+ * `inputDims`, the dims its graph is compiled for), its ops' outputs' and its outputs'. Null
+ * when a rank differs.
+ */
+function generalize(a, b) {
+  let ranksAgree = true;
+  const merge = (x, y) => {
+    if (x.length !== y.length) ranksAgree = false;
+    return y.map((d, i) => d === x[i] ? d : -1);
+  };
+  const withShapes = (list, before) => list.map((o, i) => ({...o, shape: merge(before[i].shape,
+                                                                              o.shape)}));
+  const inputShapes = b.inputShapes.map((dims, i) => merge(a.inputShapes[i], dims));
+  const merged = {
+    ...b,
+    ops: b.ops.map((op, n) => ({...op, outs: withShapes(op.outs, a.ops[n].outs)})),
+    outputs: withShapes(b.outputs, a.outputs),
+    inputShapes,
+    inputDims: inputShapes,
+  };
+  return ranksAgree ? merged : null;
+}
+
+/** Whether `inputs` have the dims `dims` lists (-1: any). */
+function admits(dims, inputs) {
+  return inputs.every((t, i) => fits(dims[i], t.shape));
+}
+
+/** Whether `shape` has the dims `want` lists (-1: any). */
+function fits(want, shape) {
+  return want.length === shape.length && want.every((d, i) => d === -1 || d === shape[i]);
+}
+
+/**
  * Runs the ops of a call that ran ahead of TF and will not get its values from a graph, as they
  * would have run eagerly. When one fails, as it would have failed eagerly, so does the call:
  * nothing it returned stays, and its JS counter goes back to `before`.
@@ -412,13 +597,13 @@ function runLate(recording, result, sideEffects, before) {
 
 /**
  * Whether a graph's outputs (`outs`, `[{shape, dtype}]`) have the dtypes and shapes of the
- * recorded call's `outputs`, then of the `variables` it assigned.
+ * recorded call's `outputs` (any size where a dim is -1), then of the `variables` it assigned.
  */
 function computedAsRecorded(outs, outputs, variables) {
   const n = outputs.length;
   return outs.every((out, i) => {
     const want = i < n ? outputs[i] : variables[i - n];
-    return sameShape(out.shape, want.shape) && out.dtype === want.dtype;
+    return fits(want.shape, out.shape) && out.dtype === want.dtype;
   });
 }
 
@@ -453,10 +638,20 @@ function aliasKey(inputs) {
   return key;
 }
 
-/** The key part of tensors' dtypes and shapes. */
+/**
+ * The key part of tensors' dtypes and ranks, for call sites: `CallGraphs.call` adds the
+ * inputs' dims (`dimsKey`), which a call's graph of any shape leaves out.
+ */
 function tensorsKey(tensors) {
   let key = '';
-  for (const t of tensors) key += t.dtype + '[' + t.shape.join(',') + ']';
+  for (const t of tensors) key += t.dtype + '/' + t.rank;
+  return key;
+}
+
+/** The key part of tensors' dims. */
+function dimsKey(tensors) {
+  let key = '';
+  for (const t of tensors) key += '[' + t.shape.join(',') + ']';
   return key;
 }
 

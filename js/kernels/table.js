@@ -42,11 +42,17 @@ const upper = (v) => String(v).toUpperCase();
 
 const normAxis = (axis, rank) => (axis < 0 ? axis + rank : axis);
 
-/** Slice begin/size made full-rank and explicit, like tfjs does. */
+/**
+ * Slice begin/size made full-rank and explicit, like tfjs does; a size that runs to the end of
+ * its dim is -1 (TF's "the rest"), so that a slice of whole dims (tfjs-layers' predict slices
+ * its one batch) does not depend on their sizes, and a call's graph serves any (call_graphs.js).
+ */
 const sliceBegin = (v, attrs, inputs) =>
     tfc.slice_util.parseSliceParams(inputs[0], attrs.begin, attrs.size)[0];
-const sliceSize = (v, attrs, inputs) =>
-    tfc.slice_util.parseSliceParams(inputs[0], attrs.begin, attrs.size)[1];
+const sliceSize = (v, attrs, [x]) => {
+  const [begin, size] = tfc.slice_util.parseSliceParams(x, attrs.begin, attrs.size);
+  return size.map((n, i) => begin[i] + n === x.shape[i] ? -1 : n);
+};
 
 const ones = (v, attrs) => v || attrs.begin.map(() => 1);
 

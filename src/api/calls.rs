@@ -50,7 +50,8 @@ fn refs(list: &[CallRef]) -> Result<Vec<Ref>> {
 }
 
 /// Compiles a recorded call into one graph; returns its id for `runCall`. `fedIds` are tensors
-/// of the recorded call that each call feeds anew (their dtypes type the feeds); `fixedIds`
+/// of the recorded call that each call feeds anew (their dtypes type the feeds, their dims
+/// too unless `fedDims` gives others: -1 for a dim whose size calls may vary); `fixedIds`
 /// are tensors every call uses as they are now (the graph keeps them).
 #[napi_derive::napi(js_name = "compileCall")]
 pub fn compile_call(
@@ -59,6 +60,7 @@ pub fn compile_call(
     fed_ids: Vec<f64>,
     fixed_ids: Vec<f64>,
     fetches: Vec<CallRef>,
+    fed_dims: Option<Vec<Vec<i64>>>,
 ) -> napi::Result<u32> {
     state_call(&env, |_, state| {
         let recorded = ops
@@ -80,6 +82,7 @@ pub fn compile_call(
             &state.prepared_ops,
             &recorded,
             &ids(&fed_ids)?,
+            fed_dims.as_deref(),
             &ids(&fixed_ids)?,
             &refs(&fetches)?,
         )

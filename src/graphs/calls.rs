@@ -33,9 +33,9 @@ pub struct RecordedOp {
 pub struct CallGraph {
     graph: Arc<CompiledGraph>,
     fixed: Vec<TensorHandle>,
-    /// Whether the call's outputs are known before it runs and no node fails on values, so
-    /// that it may run on the executor: an error of the call is then still TF's shape error
-    /// at the call, never one found later.
+    /// Whether the call's outputs are known before it runs, every fed dim is known and no node
+    /// fails on values, so that it may run on the executor: an error of the call is then still
+    /// TF's shape error at the call, never one found later.
     runs_in_background: bool,
     /// A run queued to set the session up before the call needs it (`warm_up`), which a run
     /// on the JS thread waits for: two first runs at once would each set the session up.
@@ -45,23 +45,28 @@ pub struct CallGraph {
 }
 
 impl CallGraph {
-    /// Compiles `ops` (in the order they ran) over feeds like `fed` (their dtypes and shapes)
-    /// and the `fixed` tensors, fetching `fetches`. Refs to feeds count the fed ones first.
+    /// Compiles `ops` (in the order they ran) over feeds like `fed` (their dtypes and shapes;
+    /// `fed_dims`, when given, are the fed feeds' dims instead, -1 where calls differ) and the
+    /// `fixed` tensors, fetching `fetches`. Refs to feeds count the fed ones first.
     pub fn compile(
         plans: &[PreparedOp],
         ops: &[RecordedOp],
         fed: &[&TensorHandle],
+        fed_dims: Option<&[Vec<i64>]>,
         fixed: Vec<TensorHandle>,
         fetches: &[Ref],
         status: &Status,
     ) -> Result<CallGraph> {
         // The feeds' dtypes and dims: the fed ones, then the fixed ones.
-        let specs = fed
+        let mut specs = fed
             .iter()
             .copied()
             .chain(&fixed)
             .map(|handle| TensorSpec::of(handle, status))
             .collect::<Result<Vec<_>>>()?;
+        if let Some(fed_dims) = fed_dims {
+            generalize_dims(&mut specs[..fed.len()], fed_dims)?;
+        }
         let mut feeds: Vec<Feed> = specs[..fed.len()]
             .iter()
             .map(|spec| Feed::Placeholder(spec.clone()))
@@ -101,7 +106,12 @@ impl CallGraph {
         };
         let fused_nodes = fusions::fuse(&mut steps, &mut fetches, &recorded, status)?;
         let graph = CompiledGraph::build(&feeds, steps.into_iter(), &fetches, status)?;
-        let runs_in_background = !fails_on_values && graph.static_outputs().is_some();
+        // Fed dims of any size (-1) leave TF's shape errors to the run, which must be at the call.
+        let fed_dims_known = specs[..fed.len()]
+            .iter()
+            .all(|spec| spec.dims.iter().all(|&d| d >= 0));
+        let runs_in_background =
+            !fails_on_values && fed_dims_known && graph.static_outputs().is_some();
         let fixed = fixed
             .into_iter()
             .zip(constant)
@@ -180,6 +190,32 @@ impl CallGraph {
         let feeds: Vec<&TensorHandle> = fed.iter().copied().chain(&self.fixed).collect();
         self.graph.run(&feeds, status)
     }
+}
+
+/// Gives the fed feeds' `specs` the `dims` JS compiles them for: those of the tensors
+/// recorded, with -1 where calls differ.
+fn generalize_dims(specs: &mut [TensorSpec], dims: &[Vec<i64>]) -> Result<()> {
+    if dims.len() != specs.len() {
+        return Err(Error::Invalid(format!(
+            "{} fed dims given for {} fed tensors",
+            dims.len(),
+            specs.len()
+        )));
+    }
+    for (spec, dims) in specs.iter_mut().zip(dims) {
+        let generalized = TensorSpec {
+            dtype: spec.dtype,
+            dims: dims.as_slice().into(),
+        };
+        if !generalized.admits_dims(&spec.dims) || dims.iter().any(|&d| d < -1) {
+            return Err(Error::Invalid(format!(
+                "fed dims {dims:?} do not fit the recorded tensor's {:?}",
+                spec.dims
+            )));
+        }
+        *spec = generalized;
+    }
+    Ok(())
 }
 
 /// A ref of a node at position `at` (or of a fetch, at the end) must point back.

@@ -21,7 +21,7 @@ use crate::tf::status::Status;
 
 /// What a graph takes from outside, as a node: fed on every run, or a constant of the graph.
 pub enum Feed<'a> {
-    /// Fed on each run a tensor of this dtype and shape.
+    /// Fed on each run a tensor of this dtype and shape (-1: a dim of any size).
     Placeholder(TensorSpec),
     /// Every run uses these values (small integers a shape may depend on: TF's shape inference
     /// reads a constant's values, never a placeholder's).
@@ -175,15 +175,15 @@ impl CompiledGraph {
         self.placeholders.len()
     }
 
-    /// Refuses a tensor for feed `k` of another dtype or shape than the placeholder's, as
-    /// TF would when the graph runs.
+    /// Refuses a tensor for feed `k` of another dtype or shape than the placeholder's (any size
+    /// where its dim is -1), as TF would when the graph runs.
     pub fn check_feed(&self, k: usize, handle: &TensorHandle, status: &Status) -> Result<()> {
         let want = self
             .feed_specs
             .get(k)
             .ok_or_else(|| Error::Invalid(format!("the graph has no feed {k}")))?;
         let got = TensorSpec::of(handle, status)?;
-        if got.dtype == want.dtype && got.dims == want.dims {
+        if got.dtype == want.dtype && want.admits_dims(&got.dims) {
             return Ok(());
         }
         Err(Error::Invalid(format!(

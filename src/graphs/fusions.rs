@@ -20,7 +20,8 @@ use tensorflow_sys as sys;
 
 /// What a call's recording tells of the values its graph computes: the dtypes and dims of the
 /// tensors it takes (`feeds`: the fed ones, new each call, then the `fixed` ones, the same
-/// every call), and the shapes of each recorded op's outputs (none when not known).
+/// every call), and the shapes of each recorded op's outputs (none when not known; -1 for a
+/// dim that differs between calls).
 pub struct Recorded<'a> {
     pub feeds: &'a [TensorSpec],
     pub fixed: &'a [TensorHandle],
@@ -55,16 +56,18 @@ impl Recorded<'_> {
         small_integers(handle, spec.dtype, &spec.dims, status)
     }
 
-    /// The shape of `input` as the call ran.
+    /// The shape of `input` as every call runs it: none when a dim differs between calls (-1 in
+    /// a graph of several shapes), as the rewrites build nodes of one shape.
     fn shape_of(&self, input: Ref) -> Option<&[i64]> {
-        match input {
+        let dims = match input {
             Ref::Node { index, output } => self
                 .shapes
                 .get(index as usize)?
                 .get(output as usize)
                 .map(Vec::as_slice),
             Ref::Feed(k) => self.feeds.get(k as usize).map(|spec| &spec.dims[..]),
-        }
+        };
+        dims.filter(|dims| dims.iter().all(|&d| d >= 0))
     }
 }
 

@@ -13,13 +13,15 @@ use crate::op_plan::PreparedOp;
 
 impl Runtime {
     /// Compiles `recorded` into one graph fed like `fed_ids` (tensors each call feeds anew,
-    /// whose dtypes type the feeds), holding the tensors of `fixed_ids` (used by every call as
-    /// they are now), fetching `fetches`; returns its id.
+    /// whose dtypes type the feeds; `fed_dims`, when given, their dims, -1 where calls
+    /// differ), holding the tensors of `fixed_ids` (used by every call as they are now),
+    /// fetching `fetches`; returns its id.
     pub fn compile_call(
         &mut self,
         plans: &[PreparedOp],
         recorded: &[RecordedOp],
         fed_ids: &[u64],
+        fed_dims: Option<&[Vec<i64>]>,
         fixed_ids: &[u64],
         fetches: &[Ref],
     ) -> Result<u32> {
@@ -32,7 +34,15 @@ impl Runtime {
             fixed.push(self.share(plans, id)?);
         }
         let fed: Vec<_> = fed.iter().collect();
-        let graph = CallGraph::compile(plans, recorded, &fed, fixed, fetches, &self.status)?;
+        let graph = CallGraph::compile(
+            plans,
+            recorded,
+            &fed,
+            fed_dims,
+            fixed,
+            fetches,
+            &self.status,
+        )?;
         self.calls.insert(graph)
     }
 
