@@ -373,6 +373,31 @@ test('one-channel convolutions and tiling max pools (own fast paths) match the c
   }
 });
 
+test('convolutions whose output is empty give the empty output, as the cpu backend (TF\'s oneDNN kernels return the input\'s shape)', async () => {
+  const cases = (t) => {
+    const ones = (shape) => t.ones(shape);
+    const out = [
+      t.conv2d(ones([1, 10, 2, 3]), ones([3, 3, 3, 8]), 1, 'valid'),
+      t.conv2d(ones([1, 3, 10, 2]), ones([3, 3, 3, 8]), 1, 'valid', 'NCHW'),
+      t.conv2d(ones([0, 10, 5, 3]), ones([3, 3, 3, 8]), 1, 'valid'),
+      t.depthwiseConv2d(ones([1, 10, 2, 3]), ones([3, 3, 3, 2]), 1, 'valid'),
+      t.fused.conv2d({x: ones([1, 10, 2, 3]), filter: ones([3, 3, 3, 8]), strides: 1, pad: 'valid', bias: ones([8]), activation: 'relu'}),
+      t.fused.depthwiseConv2d({x: ones([1, 10, 2, 3]), filter: ones([3, 3, 3, 2]), strides: 1, pad: 'valid', bias: ones([6])}),
+      t.conv3d(ones([1, 4, 10, 2, 3]), ones([3, 3, 3, 3, 8]), 1, 'valid'),
+      // Gradients through an empty output: zeros of the input's and the filter's shapes.
+      ...t.grads((x, w) => t.conv2d(x, w, 1, 'valid').sum())([ones([1, 10, 2, 3]), ones([3, 3, 3, 8])]),
+    ];
+    return out.map((o) => ({shape: o.shape, values: Array.from(o.dataSync())}));
+  };
+  const ours = tf.tidy(() => cases(tf));
+  await tf.setBackend('cpu');
+  try {
+    assert.deepStrictEqual(ours, tf.tidy(() => cases(tf)));
+  } finally {
+    await tf.setBackend('tensorflow');
+  }
+});
+
 test('step (relu\'s gradient, computed as Relu(Sign(x))) keeps tfjs\'s values at NaN, ±0 and ±Inf', () => {
   const x = tf.tensor1d([NaN, -0, 0, Infinity, -Infinity, -2, 3.5]);
   const got = Array.from(tf.step(x).dataSync());

@@ -10,6 +10,7 @@ const tfc = require('@tensorflow/tfjs-core');
 const {A, withTemps, transpose, reshape, slice, padOrCrop, binary, runOwnOp} = require('./common');
 const {tfPadding, nonNegative, windowedSize, explicitNHWC, fullPads} = require('./padding');
 const {applyActivation, fusedOpsFor, biasVector, addBias} = require('./activation');
+const {sizeOf} = require('../../backend/dtypes');
 
 const TO_NHWC = [0, 2, 3, 1];
 const TO_NCHW = [0, 3, 1, 2];
@@ -34,6 +35,19 @@ function finish(b, out, nchw, temps) {
   if (!nchw) return b.wrap(out);
   temps.push(out);
   return b.wrap(transpose(b, out, TO_NCHW));
+}
+
+/**
+ * The output of a forward conv that has no elements (a 'valid' window wider than the input, a
+ * batch of 0), made here, or null when it has some: TF's oneDNN kernels (Conv2D,
+ * DepthwiseConv2dNative, Conv3D and the fused ones, in the x64 build) return a tensor of the
+ * input's shape for such a call instead of an empty one. `outShape`: channels last; a negative
+ * dim is left to TF, which refuses it. Bias and activation of nothing are nothing too.
+ */
+function emptyConv(b, dtype, outShape, nchw) {
+  if (outShape.some((d) => d < 0) || sizeOf(outShape) !== 0) return null;
+  const shape = nchw ? [outShape[0], outShape[3], outShape[1], outShape[2]] : outShape;
+  return b.makeTensorInfo(shape, dtype, b.alloc(dtype, 0));
 }
 
 /** tfjs's conv info of a forward 2-D conv, for the NHWC input `xx`. */
@@ -176,7 +190,8 @@ function Conv2D({inputs, attrs, backend: b}) {
   return withTemps(b, (temps) => {
     const xx = toNHWC(b, x, nchw, temps);
     const info = forwardInfo(xx, filter, attrs, nchw, false);
-    return finish(b, conv2dRaw(b, xx, filter, info, temps), nchw, temps);
+    return emptyConv(b, x.dtype, info.outShape, nchw) ||
+        finish(b, conv2dRaw(b, xx, filter, info, temps), nchw, temps);
   });
 }
 
@@ -267,7 +282,8 @@ function DepthwiseConv2dNative({inputs, attrs, backend: b}) {
   return withTemps(b, (temps) => {
     const xx = toNHWC(b, x, nchw, temps);
     const info = forwardInfo(xx, filter, attrs, nchw, true);
-    return finish(b, depthwiseRaw(b, xx, filter, info, temps), nchw, temps);
+    return emptyConv(b, x.dtype, info.outShape, nchw) ||
+        finish(b, depthwiseRaw(b, xx, filter, info, temps), nchw, temps);
   });
 }
 
@@ -313,7 +329,7 @@ function Conv3D({inputs, attrs, backend: b}) {
   const {x, filter} = inputs;
   const info = tfc.backend_util.computeConv3DInfo(
       x.shape, filter.shape, attrs.strides, attrs.dilations, attrs.pad);
-  return b.op('Conv3D', conv3dAttrs(x.dtype, info), [x, filter]);
+  return emptyConv(b, x.dtype, info.outShape, false) || b.op('Conv3D', conv3dAttrs(x.dtype, info), [x, filter]);
 }
 
 function Conv3DBackpropInputV2({inputs, attrs, backend: b}) {
@@ -398,6 +414,8 @@ function fusedConv(b, {x, filter, bias, preluActivationWeights}, attrs, depthwis
   return withTemps(b, (temps) => {
     const xx = toNHWC(b, x, nchw, temps);
     const info = forwardInfo(xx, filter, attrs, nchw, depthwise);
+    const empty = emptyConv(b, x.dtype, info.outShape, nchw);
+    if (empty !== null) return empty;
     const channels = info.outChannels;
     // TF fuses a bias along the channels: a 1-D one, or NHWC [1, .., C].
     const biasNHWC = bias != null && (!nchw || bias.shape.length === 1) ? bias : null;
