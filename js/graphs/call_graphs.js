@@ -107,7 +107,7 @@ class CallGraphs {
     }
     const generic = this.genericOf(signature, dims);
     if (generic !== null) {
-      if (generic.graph !== null && admits(generic.graph.dims, inputs)) {
+      if (generic.graph !== null && admits(generic.graph, inputs)) {
         const replayed = this.replay(backend, generic, inputs);
         if (replayed !== undefined) return replayed;
         if (generic.graph !== null) {
@@ -399,6 +399,8 @@ class CallGraphs {
       sideEffects,
       /** The inputs' dims, -1 where they may vary; null: those of the recorded call. */
       dims: call.inputDims === undefined ? null : call.inputDims,
+      /** The smallest size recorded of each input dim (where `dims` has -1). */
+      least: call.inputLeast === undefined ? null : call.inputLeast,
     };
     stats.compiled++;
   }
@@ -559,19 +561,28 @@ function generalize(a, b) {
   const withShapes = (list, before) => list.map((o, i) => ({...o, shape: merge(before[i].shape,
                                                                               o.shape)}));
   const inputShapes = b.inputShapes.map((dims, i) => merge(a.inputShapes[i], dims));
+  const leastOfA = a.inputLeast || a.inputShapes;
   const merged = {
     ...b,
     ops: b.ops.map((op, n) => ({...op, outs: withShapes(op.outs, a.ops[n].outs)})),
     outputs: withShapes(b.outputs, a.outputs),
     inputShapes,
     inputDims: inputShapes,
+    inputLeast: b.inputShapes.map((dims, i) => dims.map((d, j) => Math.min(d, leastOfA[i][j] ?? d))),
   };
   return ranksAgree ? merged : null;
 }
 
-/** Whether `inputs` have the dims `dims` lists (-1: any). */
-function admits(dims, inputs) {
-  return inputs.every((t, i) => fits(dims[i], t.shape));
+/**
+ * Whether a graph of any shape serves `inputs`: their dims are those `graph.dims` lists, and
+ * where it lists -1, no smaller than the smallest recorded (`graph.least`). Below that a window
+ * may no longer fit (a conv's output empty or negative), where TF's oneDNN kernels give a tensor
+ * of the input's shape rather than eager's empty one (js/kernels/families/conv.js); such a call
+ * is recorded instead, and its graph widens when it runs the same ops.
+ */
+function admits(graph, inputs) {
+  return inputs.every((t, i) => fits(graph.dims[i], t.shape) &&
+      graph.least[i].every((least, j) => t.shape[j] >= least));
 }
 
 /** Whether `shape` has the dims `want` lists (-1: any). */
