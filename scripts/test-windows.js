@@ -16,9 +16,11 @@
 //      (--os=win32 --cpu=x64, --ignore-scripts): npm takes the win32 package (given as the
 //      tarball through `overrides`) and leaves the Linux ones out;
 //   4. under Wine: the first require provides libtensorflow, in a child node.exe as on Windows
-//      (its result comes back through a pipe between the two Windows processes), from a cache
-//      of the test's own that holds the machine's cached win_amd64 wheel: nothing is downloaded,
-//      the wheel is unpacked there. Wine 8 cannot make junctions on its Unix drives, so
+//      (its result comes back through a pipe between the two Windows processes), into an empty
+//      cache of the test's own, downloading the wheel from the package index: a mirror on
+//      127.0.0.1 (test:install's) serving the machine's cached win_amd64 wheel, so the whole
+//      download path (simple API, streaming, sha256, the rename into the cache) runs on Windows'
+//      file system rules without 351 MB over the network. Wine 8 cannot make junctions on its Unix drives, so
 //      deps/ is a copy (TFJS_NODE_RS_COPY_LIBTENSORFLOW=1), not a link to the shared copy as on
 //      Windows. The stub is found beside the addon, never copied into deps/lib;
 //   5. test:install's small model trains (the loss drops 100-fold, predict(10) is about 19) on
@@ -38,7 +40,7 @@ const {pack, npmCommand} = require('./pack');
 const {cacheDir, log, _internal: {findCachedWheel, wheelSpec}} = require('./libtensorflow');
 const {runMain} = require('./build');
 const {packagedBinary} = require('./runtimes');
-const {writeProject, diskUsage, fmtMB} = require('./test-install');
+const {writeProject, diskUsage, fmtMB, indexSource} = require('./test-install');
 const {ADDON_PLATFORMS, LIBRARIES, COPY_ENV} = require('../js/libtensorflow_facts');
 
 const ROOT = path.resolve(__dirname, '..');
@@ -209,6 +211,7 @@ async function main() {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tfjs-node-rs-windows-'));
   log(`working in ${tmp}`);
   let outcome = 'FAIL';
+  let mirror = null;
   try {
     timed('tools (apt packages)', ensureAptPackages);
     const prefix = timed('Wine prefix', winePrefix);
@@ -238,13 +241,11 @@ async function main() {
     const wrong = others.filter((p) => fs.existsSync(path.join(nm, p)));
     if (wrong.length) throw fail(`npm installed ${wrong.join(', ')} for win32`);
 
-    // A cache of the test's own, holding the machine's wheel (the cross build made sure of it).
-    const cache = path.join(tmp, 'cache', 'tfjs-node-rs');
-    fs.mkdirSync(cache, {recursive: true});
+    // An empty cache of the test's own; the mirror serves the machine's wheel (the cross build made sure of it).
     const wheel = findCachedWheel(cacheDir(), wheelSpec(KEY));
     if (!wheel) throw fail(`no ${wheelSpec(KEY).describe} in ${cacheDir()}`);
-    fs.symlinkSync(wheel, path.join(cache, path.basename(wheel)));
-    const env = {XDG_CACHE_HOME: winPath(path.dirname(cache)), [COPY_ENV]: '1', TF_CPP_MIN_LOG_LEVEL: '2'};
+    mirror = await indexSource('mirror', wheel);
+    const env = {XDG_CACHE_HOME: winPath(path.join(tmp, 'cache')), PIP_INDEX_URL: mirror.env.PIP_INDEX_URL, [COPY_ENV]: '1', TF_CPP_MIN_LOG_LEVEL: '2'};
 
     const trained = timed('[Wine] first require (provides libtensorflow) and train.js', () =>
       wineNode(prefix, node, ['train.js'], {cwd: project, env, label: 'train.js', timeoutS: LIMIT_S.train, out: path.join(tmp, 'train')}));
@@ -275,6 +276,7 @@ async function main() {
     }
     outcome = 'PASS';
   } finally {
+    if (mirror) mirror.stop();
     spawnSync('wineserver', ['-k'], {env: wineEnv(path.join(cacheDir(), 'wine')), stdio: 'ignore', timeout: 30000});
     log('timings:');
     for (const [label, s] of timings) log(`  ${s.toFixed(1).padStart(7)} s  ${label}`);
