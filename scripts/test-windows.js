@@ -22,7 +22,8 @@
 //      download path (simple API, streaming, sha256, the rename into the cache) runs on Windows'
 //      file system rules without 351 MB over the network. Wine 8 cannot make junctions on its Unix drives, so
 //      deps/ is a copy (TFJS_NODE_RS_COPY_LIBTENSORFLOW=1), not a link to the shared copy as on
-//      Windows. The stub is found beside the addon, never copied into deps/lib;
+//      Windows. The stub is found beside the addon, never copied into deps/lib (taken away, the
+//      load fails with the loader's message naming it);
 //   5. test:install's small model trains (the loss drops 100-fold, predict(10) is about 19) on
 //      the 'tensorflow' backend, and SUITES run in one process (node --test with
 //      --experimental-test-isolation=none: node:test's usual process per file doubles Wine's
@@ -256,6 +257,20 @@ async function main() {
     if (!fs.existsSync(path.join(libDir, LIBRARIES.win32.libs[0]))) throw fail(`${libDir} lacks ${LIBRARIES.win32.libs[0]}`);
     if (fs.existsSync(path.join(libDir, 'python311.dll'))) throw fail(`${libDir} holds a python311.dll: the stub is to be found beside the addon`);
     log(`  node_modules/tfjs-node-rs: ${fmtMB(diskUsage(path.join(nm, 'tfjs-node-rs')))} (deps/ copied), node_modules: ${fmtMB(diskUsage(nm))}`);
+
+    // Without the stub beside the addon the load fails (so that is where it was found), and the
+    // error names the DLLs the addon needs and which are there.
+    const stub = path.join(nm, PLATFORM_PACKAGE, 'python311.dll');
+    fs.renameSync(stub, `${stub}.away`);
+    let noStub;
+    try {
+      noStub = timed('[Wine] require without the stub', () => wineNode(prefix, node, ['-e', "require('tfjs-node-rs')"],
+        {cwd: project, env, label: 'require', timeoutS: LIMIT_S.wine, out: path.join(tmp, 'nostub')}));
+    } finally {
+      fs.renameSync(`${stub}.away`, stub);
+    }
+    if (noStub.status === 0 || !/python311\.dll \(absent\)/.test(noStub.stderr)) throw failed(noStub, 'the require without the stub (expected to fail, naming it)');
+    log('  without the stub: the load fails, naming python311.dll (absent) and the Visual C++ runtime DLLs');
 
     // The tests run from a copy of __test__ inside the installed package, so that `require('..')`
     // is the installed package; devDependencies (jasmine) come from the checkout (NODE_PATH).
