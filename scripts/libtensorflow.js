@@ -25,6 +25,10 @@
 //      --target aarch64-apple-darwin): its lib/ holds libtensorflow_cc.2.dylib,
 //      libtensorflow_framework.2.dylib and libtensorflow.dylib -> libtensorflow_cc.2.dylib
 //      (LIBRARIES in js/libtensorflow_facts.js), unstripped (the stripper reads ELF only).
+//      On Windows (and on Linux for the Windows cross build), libtensorflow-2.21.0-win32-x64/lib/
+//      holds _pywrap_tensorflow_common.dll from the tensorflow-cpu win_amd64 wheel's
+//      tensorflow/python/ (TF's whole C API), unstripped, with no link beside it; deps/ is a
+//      junction to it there.
 //      With $TFJS_NODE_RS_COPY_LIBTENSORFLOW=1, deps/ is a copy of the shared copy
 //      instead of a link (container builds that copy node_modules between stages).
 //
