@@ -55,6 +55,12 @@ test('missingPart: a set-up install is ready; each missing part is named', () =>
   assert.match(check({root}), /deps is not set up/);
 });
 
+test('missingPart: on Windows the addon\'s folder needs no deps/ (no rpath: deps/lib goes on PATH)', () => {
+  const {root, addonDir} = readyInstall();
+  assert.match(check({root, addonDir}), /does not lead to/);
+  assert.equal(check({root, addonDir, platform: 'win32'}), null);
+});
+
 test('missingPart: deps/ made from $TFJS_NODE_RS_LIBTENSORFLOW serves while that is set to it', () => {
   const {root} = readyInstall({source: '/opt/tf'});
   assert.equal(check({root, env: {TFJS_NODE_RS_LIBTENSORFLOW: '/opt/tf'}}), null);

@@ -169,13 +169,26 @@ test('Windows x64: the libraries\' folders go first on PATH for the addon\'s loa
       requireBinding: () => { seen = env.PATH; return GOOD_BINDING; },
     });
     assert.strictEqual(binding, GOOD_BINDING);
-    const addonDir = path.join(inst.nm, loader.PLATFORM_PACKAGE);
-    assert.strictEqual(seen, [path.join(addonDir, 'deps', 'lib'), path.join(inst.root, 'deps', 'lib'), 'C:\\Windows'].join(path.delimiter));
+    assert.strictEqual(seen, [path.join(inst.root, 'deps', 'lib'), 'C:\\Windows'].join(path.delimiter));
     assert.strictEqual(env.PATH, 'C:\\Windows');
     // Also when the load fails.
     assert.throws(() => loadWith({system: {...OK_SYSTEM, platform: 'win32', arch: 'x64'}, env, root: inst.root,
                                   requireBinding: () => { throw new Error('The specified module could not be found.'); }}));
     assert.strictEqual(env.PATH, 'C:\\Windows');
+  } finally {
+    inst.cleanup();
+  }
+});
+
+test('Windows x64: a DLL not found names the three the addon needs, and which are there', () => {
+  const inst = fakeInstall();
+  try {
+    assertLoadError(
+      () => loadWith({system: {...OK_SYSTEM, platform: 'win32', arch: 'x64'}, env: {}, root: inst.root,
+                      requireBinding: () => { throw napiLoaderError('The specified module could not be found.\r\n\\\\?\\C:\\p\\x.node'); }}),
+      /a DLL the addon .* needs was not found/, /deps.lib._pywrap_tensorflow_common\.dll \(absent\)/, /python311\.dll \(absent\)/,
+      /MSVCP140\.dll, VCRUNTIME140\.dll, VCRUNTIME140_1\.dll/,
+    );
   } finally {
     inst.cleanup();
   }

@@ -201,6 +201,16 @@ test('wheelTarget: keeps the libs and the C API headers only', () => {
   }
 });
 
+test('wheelTarget: the Windows wheel\'s DLL comes from tensorflow/python/', () => {
+  const {LIBRARIES} = require('../js/libtensorflow_facts.js');
+  const dll = '_pywrap_tensorflow_common.dll';
+  assert.equal(wheelTarget(`tensorflow/python/${dll}`, LIBRARIES.win32), `lib/${dll}`);
+  assert.equal(wheelTarget(`tensorflow/${dll}`, LIBRARIES.win32), null);
+  assert.equal(wheelTarget('tensorflow/python/libtensorflow_cc.so.2', LIBRARIES.linux), null);
+  assert.equal(wheelTarget('tensorflow/include/tensorflow/c/c_api.h', LIBRARIES.win32), 'include/tensorflow/c/c_api.h');
+  assert.match('tensorflow_cpu-2.21.0-cp311-cp311-win_amd64.whl', setup._internal.wheelSpec('win32-x64').re);
+});
+
 test('checkPlatform: Linux x64 and arm64 with glibc >= 2.27, and macOS arm64', () => {
   assert.equal(checkPlatform({platform: 'linux', arch: 'x64', glibc: '2.27'}), 'linux-x64');
   assert.equal(checkPlatform({platform: 'linux', arch: 'x64', glibc: '2.35'}), 'linux-x64');
@@ -574,6 +584,15 @@ test('buildEnv: a cross build gets the target\'s linker and pkg-config, a native
   // A linker the user chose stays.
   const own = buildEnv(root, {...env, CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER: 'clang'}, {target: 'aarch64-unknown-linux-gnu', shared: '/s'});
   assert.equal(own.CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER, 'clang');
+  // Windows: mingw's gcc links, against the import library made for the build, with napi-build's libnode.
+  const win = buildEnv(root, env, {
+    target: 'x86_64-pc-windows-gnu', shared: '/cache/libtensorflow-2.21.0-win32-x64',
+    windows: {pkgconfig: '/t/tf-win32-x64/pkgconfig', libnode: '/t/tf-win32-x64/libnode'},
+  });
+  assert.equal(win.CARGO_TARGET_X86_64_PC_WINDOWS_GNU_LINKER, 'x86_64-w64-mingw32-gcc');
+  assert.equal(win.PKG_CONFIG_PATH_x86_64_pc_windows_gnu, '/t/tf-win32-x64/pkgconfig');
+  assert.equal(win.LIBNODE_PATH, '/t/tf-win32-x64/libnode');
+  assert.equal(cross.LIBNODE_PATH, undefined);
 });
 
 test('build: a target without a libtensorflow wheel is refused before cargo runs', async () => {

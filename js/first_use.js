@@ -11,7 +11,8 @@
 //   - the directory of the addon that will load has deps/ leading to the same libraries: the
 //     addon's first RUNPATH entry is $ORIGIN/deps/lib, which finds them whatever layout the
 //     package manager chose (pnpm's .pnpm/<name>@<version>/node_modules/ puts the per-platform
-//     package nowhere near the root package, so the RUNPATH's sibling entries miss there).
+//     package nowhere near the root package, so the RUNPATH's sibling entries miss there). Not on
+//     Windows, which has no rpath: the loader puts <root>/deps/lib on PATH for the addon's load.
 //
 // A ready install costs a few stat calls. Otherwise scripts/libtensorflow.js runs once in a child
 // process of the same runtime (Node, Bun or Deno), synchronously, because require is: it takes the
@@ -60,7 +61,7 @@ function realpath(p, fsImpl) {
  * addonDir: the directory of the addon file that will be loaded (null: none found, the load
  * error will say so). driver: () => this machine's NVIDIA driver or null.
  */
-function missingPart({root, addonDir, env, fsImpl, driver}) {
+function missingPart({root, addonDir, env, fsImpl, driver, platform = process.platform}) {
   const deps = path.join(root, 'deps');
   const marker = readJson(path.join(deps, '.complete'), fsImpl);
   const cleaned = `${deps} no longer leads to the libraries (the cache was cleaned?)`;
@@ -73,7 +74,7 @@ function missingPart({root, addonDir, env, fsImpl, driver}) {
     const wanted = mode === 'force' || (mode === 'auto' && driver());
     if (wanted && !cudaLibraryPaths(packageCudaDir(root)).every((lib) => fsImpl.existsSync(lib))) return 'the CUDA libraries are not set up';
   }
-  if (addonDir && path.resolve(addonDir) !== path.resolve(root)) {
+  if (platform !== 'win32' && addonDir && path.resolve(addonDir) !== path.resolve(root)) {
     const own = realpath(path.join(addonDir, 'deps'), fsImpl);
     if (!own || own !== realpath(deps, fsImpl)) return `${path.join(addonDir, 'deps')} does not lead to ${deps}`;
   }
@@ -107,7 +108,7 @@ function provideAtFirstUse({root, addonDir, env = process.env, fsImpl = fs, driv
   log(`first use of this install (${why}): providing libtensorflow ${TF_VERSION} now, once ...`);
   const script = path.join(root, 'scripts', 'libtensorflow.js');
   const [cmd, args, runtimeEnv] = scriptCommand(script);
-  const extra = addonDir && path.resolve(addonDir) !== path.resolve(root) ? ['--addon-dir', addonDir] : [];
+  const extra = process.platform !== 'win32' && addonDir && path.resolve(addonDir) !== path.resolve(root) ? ['--addon-dir', addonDir] : [];
   const res = run(cmd, [...args, '--json', ...extra], {env: {...env, ...runtimeEnv}, stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8', maxBuffer: 1024 * 1024});
   if (res.error) throw makeError(`could not run ${setupCommand(root)} to provide libtensorflow: ${res.error.message}`);
   const lines = String(res.stdout || '').trim().split('\n');

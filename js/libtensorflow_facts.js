@@ -3,13 +3,17 @@
 // must agree on about libtensorflow, written once.
 
 /**
- * Per OS (process.platform): the two libraries the addon links, named as in the wheel's
- * tensorflow/ folder and in deps/lib/, and the name of the link to the first that
- * pkg-config's `-ltensorflow` finds (written by the install beside them).
+ * Per OS (process.platform): the libraries the addon links, named as in deps/lib/, the wheel's
+ * folder that holds them, and the name of the link to the first that pkg-config's
+ * `-ltensorflow` finds (written by the install beside them). Windows has one library, the
+ * tensorflow-cpu wheel's Python extension DLL that holds the whole C API, and no link: a file
+ * symlink needs privileges there, and the addon is linked against an import library made at
+ * build time (scripts/build.js), not through deps/.
  */
 const LIBRARIES = {
-  linux: {libs: ['libtensorflow_cc.so.2', 'libtensorflow_framework.so.2'], linkName: 'libtensorflow.so'},
-  darwin: {libs: ['libtensorflow_cc.2.dylib', 'libtensorflow_framework.2.dylib'], linkName: 'libtensorflow.dylib'},
+  linux: {libs: ['libtensorflow_cc.so.2', 'libtensorflow_framework.so.2'], wheelDir: 'tensorflow', linkName: 'libtensorflow.so'},
+  darwin: {libs: ['libtensorflow_cc.2.dylib', 'libtensorflow_framework.2.dylib'], wheelDir: 'tensorflow', linkName: 'libtensorflow.dylib'},
+  win32: {libs: ['_pywrap_tensorflow_common.dll'], wheelDir: 'tensorflow/python', linkName: null},
 };
 
 /** LIBRARIES' entry for OS `os` ('linux', 'darwin'); Linux's for any other. */

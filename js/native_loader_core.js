@@ -14,7 +14,7 @@ const path = require('path');
 const ROOT = path.resolve(__dirname, '..');
 const MIN_NAPI = 8; // Cargo.toml: napi feature "napi8"
 const TF_MAJOR = 2;
-const {TF_VERSION: TF_BUILT_AGAINST, MIN_GLIBC, LIBS, ENV_DIR, CUDA_ENV, GPU_PACKAGE, ADDON_PLATFORMS, UNSUPPORTED_NOTES} = require('./libtensorflow_facts');
+const {TF_VERSION: TF_BUILT_AGAINST, MIN_GLIBC, LIBS, LIBRARIES, ENV_DIR, CUDA_ENV, GPU_PACKAGE, ADDON_PLATFORMS, UNSUPPORTED_NOTES} = require('./libtensorflow_facts');
 const {cudaLibraryPaths, packageCudaDir, cudaSwitch, nvidiaDriver} = require('./cuda');
 const {provideAtFirstUse, setupCommand} = require('./first_use');
 const SUPPORTED = Object.values(ADDON_PLATFORMS).map((p) => `${p.describe} (${p.rustTarget})`).join(', ');
@@ -218,6 +218,9 @@ function indent(lines) {
  */
 const LOADER_NOISE = /^Cannot find native binding|^Cannot find module '[^']*wasi[^']*'/;
 
+/** The Visual C++ runtime DLLs that TF's Windows DLL imports (the wheel does not ship them). */
+const WINDOWS_RUNTIME = ['MSVCP140.dll', 'VCRUNTIME140.dll', 'VCRUNTIME140_1.dll'];
+
 /** Turns an error from require('binding.js') into one clear Error. */
 function explainLoadError(err, {root = ROOT, env = process.env, resolve = require.resolve, fsImpl = fs, readFile = fs.readFileSync} = {}) {
   const all = messages(err);
@@ -244,6 +247,22 @@ function explainLoadError(err, {root = ROOT, env = process.env, resolve = requir
         `${ENV_DIR} to a directory holding ${LIBS.join(' and ')} (e.g. site-packages/tensorflow of a ` +
         `Python tensorflow ${TF_BUILT_AGAINST}) and require the package again.` +
         detailsOf(reported.filter((m) => /libtensorflow/.test(m))),
+      err,
+    );
+  }
+
+  // Windows names no DLL in ERROR_MOD_NOT_FOUND ("The specified module could not be found.", and
+  // Wine's "Module not found."): say which the addon needs, and which are there.
+  if (/The specified module could not be found|^Module not found\./m.test(text) && candidates.length) {
+    const addonDir = path.dirname(candidates[0]);
+    const where = (file) => `${file} (${exists(file, fsImpl) ? 'present' : 'absent'})`;
+    return loadError(
+      `a DLL the addon ${candidates[0]} needs was not found (Windows does not say which). It loads ` +
+        `${where(path.join(root, 'deps', 'lib', LIBRARIES.win32.libs[0]))}, which the first require sets up (run ` +
+        `\`${setupCommand(root)}\` to set it up again), the stub ${where(path.join(addonDir, 'python311.dll'))} ` +
+        'from the addon\'s package (reinstall it when absent), and the Visual C++ 2015-2022 Redistributable\'s ' +
+        `${WINDOWS_RUNTIME.join(', ')}: install it (https://aka.ms/vs/17/release/vc_redist.x64.exe) when they are ` +
+        `not in C:\\Windows\\System32.${details}`,
       err,
     );
   }
@@ -405,8 +424,8 @@ function load({
   if (env.TF_CPP_MIN_LOG_LEVEL === undefined) env.TF_CPP_MIN_LOG_LEVEL = defaultLogLevel(root, fsImpl, driver);
   let binding;
   try {
-    const libraryDirs = [addonDir && path.join(addonDir, 'deps', 'lib'), path.join(root, 'deps', 'lib')].filter(Boolean);
-    binding = withLibraryPath(system.platform, libraryDirs, env, requireBinding);
+    // Windows: the root's deps/lib (the first use makes no deps link beside the addon there).
+    binding = withLibraryPath(system.platform, [path.join(root, 'deps', 'lib')], env, requireBinding);
   } catch (err) {
     throw explainLoadError(err, {root, env, resolve, fsImpl, readFile});
   }

@@ -10,6 +10,13 @@
 // (tfjs-node-rs.darwin-arm64.node) against the macosx_12_0_arm64 wheel's dylibs: cargo-zigbuild
 // links it with zig (a Mach-O linker that needs no Apple SDK); both are installed on demand
 // into ${XDG_CACHE_HOME:-~/.cache}/tfjs-node-rs/ (ZIG_TOOLS below), the Rust target with rustup.
+// With `--target x86_64-pc-windows-gnu` it cross-builds the Windows x64 addon with mingw-w64
+// (the MSVC target needs Microsoft's linker and SDK) against the win_amd64 wheel's
+// _pywrap_tensorflow_common.dll (windowsLinkFiles below), and writes it under napi's -msvc name,
+// tfjs-node-rs.win32-x64-msvc.node: the addon reaches Node.js only through N-API, looked up in
+// node.exe at load, so the official (MSVC-built) node.exe loads it, and its napi-rs loader looks
+// for that name. The python311.dll stub the DLL needs is built beside it, into the platform
+// package (npm/win32-x64-msvc/python311.dll).
 // The generated loader goes to binding.js and its types to binding.d.ts, so the
 // hand-written index.js / index.d.ts are never overwritten.
 // Extra command-line arguments are passed on to `napi build` (e.g. --verbose).
@@ -21,15 +28,23 @@ const {spawnSync} = require('child_process');
 const {
   ensureLibtensorflow, provideShared, platformOfTarget, hostPlatform, cacheDir, SETUP_ERROR_CODE, setupError, log: defaultLog,
 } = require('./libtensorflow');
-const {MIN_MACOS} = require('../js/libtensorflow_facts');
+const {MIN_MACOS, ADDON_PLATFORMS, LIBRARIES} = require('../js/libtensorflow_facts');
+const {readPe, importsFrom} = require('./pe');
+const {stub: python311Stub} = require('./windows/python311_stub');
 
 // The cross linker for macOS targets, pinned: cargo-zigbuild (from crates.io, `cargo install`ed
 // into <cache>/cargo-zigbuild/) runs zig (PyPI's ziglang, in the virtual environment
 // <cache>/zig-venv/) as the linker. The versions the macOS addon was first built and checked with.
 const ZIG_TOOLS = {cargoZigbuild: '0.24.1', ziglang: '0.17.1'};
 
-// Whether Rust target `triple` is a macOS one.
+// Whether Rust target `triple` is a macOS one; a Windows one.
 const isApple = (triple) => /-apple-darwin$/.test(triple);
+const isWindows = (triple) => /-windows-/.test(triple);
+// The mingw-w64 tools of the Windows build, by the Debian package that has them.
+const MINGW = {
+  'gcc-mingw-w64-x86-64': 'x86_64-w64-mingw32-gcc',
+  'binutils-mingw-w64-x86-64': 'x86_64-w64-mingw32-dlltool',
+};
 
 const DEFAULT_ROOT = path.resolve(__dirname, '..');
 
@@ -74,9 +89,11 @@ function buildEnv(root, env, cross, target) {
       out.PATH = [cross.zig.bin, ...(out.PATH || '').split(path.delimiter).filter(Boolean)].join(path.delimiter);
       out.CARGO_ZIGBUILD_PYTHON_PATH = cross.zig.python;
     } else if (!out[linker]) {
-      out[linker] = `${cross.target.split('-')[0]}-linux-gnu-gcc`;
+      out[linker] = isWindows(cross.target) ? MINGW['gcc-mingw-w64-x86-64'] : `${cross.target.split('-')[0]}-linux-gnu-gcc`;
     }
-    out[`PKG_CONFIG_PATH_${triple}`] = path.join(cross.shared, 'lib', 'pkgconfig');
+    // Windows links an import library made for the build (windowsLinkFiles), not deps/.
+    out[`PKG_CONFIG_PATH_${triple}`] = cross.windows ? cross.windows.pkgconfig : path.join(cross.shared, 'lib', 'pkgconfig');
+    if (cross.windows) out.LIBNODE_PATH = cross.windows.libnode;
     out[`PKG_CONFIG_ALLOW_CROSS_${triple}`] = '1';
   }
   return out;
@@ -99,10 +116,7 @@ function runTool(cmd, args, {env, log, why}) {
  * python that runs `-m ziglang`.
  */
 function zigTools(target, env, log) {
-  const installed = spawnSync('rustup', ['target', 'list', '--installed'], {env, encoding: 'utf8'});
-  if (installed.error || installed.status !== 0 || !installed.stdout.split('\n').includes(target)) {
-    runTool('rustup', ['target', 'add', target], {env, log, why: `adding the Rust target ${target}`});
-  }
+  ensureRustTarget(target, env, log);
   const cache = cacheDir(env);
   const venv = path.join(cache, 'zig-venv');
   const python = path.join(venv, 'bin', 'python3');
@@ -122,6 +136,80 @@ function zigTools(target, env, log) {
       {env, log, why: `installing cargo-zigbuild ${ZIG_TOOLS.cargoZigbuild}`});
   }
   return {bin, python};
+}
+
+function ensureRustTarget(target, env, log) {
+  const installed = spawnSync('rustup', ['target', 'list', '--installed'], {env, encoding: 'utf8'});
+  if (installed.error || installed.status !== 0 || !installed.stdout.split('\n').includes(target)) {
+    runTool('rustup', ['target', 'add', target], {env, log, why: `adding the Rust target ${target}`});
+  }
+}
+
+// Installs the mingw-w64 packages (MINGW) that are missing, with apt-get as root; elsewhere says
+// which to install.
+function ensureMingw(env, log) {
+  const onPath = (tool) => (env.PATH || '').split(path.delimiter).some((dir) => dir && fs.existsSync(path.join(dir, tool)));
+  const missing = Object.keys(MINGW).filter((pkg) => !onPath(MINGW[pkg]));
+  if (!missing.length) return;
+  if (typeof process.getuid !== 'function' || process.getuid() !== 0) {
+    throw setupError(`building for Windows needs mingw-w64: install ${missing.join(' ')} (sudo apt-get install ${missing.join(' ')})`);
+  }
+  const aptEnv = {...env, DEBIAN_FRONTEND: 'noninteractive'};
+  const install = ['install', '-y', '--no-install-recommends', ...missing];
+  if (spawnSync('apt-get', install, {env: aptEnv, stdio: 'inherit'}).status !== 0) {
+    runTool('apt-get', ['update'], {env: aptEnv, log, why: 'updating apt\'s package lists'});
+    runTool('apt-get', install, {env: aptEnv, log, why: 'installing mingw-w64'});
+  }
+}
+
+/**
+ * What the Windows build links against, made from the shared win32-x64 copy's DLL (readPe reads
+ * its tables in under a second, so nothing generated is kept in the repository):
+ *   <dir>/libtensorflow.dll.a and pkgconfig/tensorflow.pc: an import library of the DLL's 582
+ *     TF_/TFE_ exports, found by tensorflow-sys through pkg-config (`-ltensorflow`);
+ *   <stubOut>: the python311.dll stub, exporting the 219 names the DLL imports from python311.dll
+ *     (its pybind11 modules'; TF's C API never calls them: scripts/windows/python311_stub.js);
+ *   <dir>/libnode/: the napi crate's build script (napi-build) on windows-gnu links `-lnode` from
+ *     LIBNODE_PATH and panics without a libnode.dll there: an empty file and an import library
+ *     of no names satisfy it, and nothing is imported from it (napi's dyn-symbols feature finds
+ *     N-API in node.exe at load, so the addon loads into any node.exe).
+ * Returns {pkgconfig, libnode}: the folders for PKG_CONFIG_PATH and LIBNODE_PATH.
+ */
+function windowsLinkFiles({shared, dir, stubOut, env, log}) {
+  const dll = LIBRARIES.win32.libs[0];
+  const {exports, imports} = readPe(path.join(shared, 'lib', dll));
+  const api = [...new Set(exports.filter((n) => /^TFE?_/.test(n)))].sort();
+  const python = [...new Set(importsFrom(imports, 'python311.dll'))].sort();
+  fs.mkdirSync(path.join(dir, 'pkgconfig'), {recursive: true});
+  fs.writeFileSync(path.join(dir, 'tensorflow.def'), ['LIBRARY ' + dll, 'EXPORTS', ...api.map((n) => `  ${n}`), ''].join('\n'));
+  runTool(MINGW['binutils-mingw-w64-x86-64'],
+    ['-m', 'i386:x86-64', '-d', path.join(dir, 'tensorflow.def'), '-l', path.join(dir, 'libtensorflow.dll.a')],
+    {env, log, why: `making the import library of ${dll} (${api.length} TF_/TFE_ exports)`});
+  fs.writeFileSync(path.join(dir, 'pkgconfig', 'tensorflow.pc'), [
+    `libdir=${dir}`,
+    `includedir=${path.join(shared, 'include')}`,
+    'Name: tensorflow',
+    `Description: TensorFlow C API (${dll} of the tensorflow-cpu win_amd64 wheel)`,
+    'Version: 2.21.0',
+    'Libs: -L${libdir} -ltensorflow',
+    'Cflags: -I${includedir}',
+    '',
+  ].join('\n'));
+  const {c, def, funcs, data} = python311Stub(python);
+  fs.writeFileSync(path.join(dir, 'python311_stub.c'), c);
+  fs.writeFileSync(path.join(dir, 'python311.def'), def);
+  fs.mkdirSync(path.dirname(stubOut), {recursive: true});
+  runTool(MINGW['gcc-mingw-w64-x86-64'],
+    ['-O2', '-shared', '-s', '-o', stubOut, path.join(dir, 'python311_stub.c'), path.join(dir, 'python311.def')],
+    {env, log, why: `building the python311.dll stub (${funcs} functions, ${data} data symbols)`});
+  const libnode = path.join(dir, 'libnode');
+  fs.mkdirSync(libnode, {recursive: true});
+  fs.writeFileSync(path.join(libnode, 'node.def'), 'LIBRARY node.exe\nEXPORTS\n');
+  fs.writeFileSync(path.join(libnode, 'libnode.dll'), '');
+  runTool(MINGW['binutils-mingw-w64-x86-64'],
+    ['-m', 'i386:x86-64', '-d', path.join(libnode, 'node.def'), '-l', path.join(libnode, 'libnode.dll.a')],
+    {env, log, why: 'making the empty libnode import library napi-build asks for'});
+  return {pkgconfig: path.join(dir, 'pkgconfig'), libnode};
 }
 
 function checkCargo(env) {
@@ -164,12 +252,26 @@ async function build({root = DEFAULT_ROOT, log = defaultLog, env = process.env, 
   checkCargo(buildEnv(root, env));
   // deps/ serves the tests and the native build, and cargo's pkg-config step reads it.
   await ensureLibtensorflow({root, log, env});
-  // The target's libtensorflow, in its shared copy; for macOS, the zig linker.
+  // The target's libtensorflow, in its shared copy; for macOS, the zig linker; for Windows,
+  // mingw-w64 and the import library.
   const cross = crossKey && {
     target,
     shared: await provideShared({key: crossKey, env, log}),
     zig: isApple(target) ? zigTools(target, buildEnv(root, env), log) : null,
   };
+  if (cross && isWindows(target)) {
+    const toolEnv = buildEnv(root, env);
+    ensureRustTarget(target, toolEnv, log);
+    ensureMingw(toolEnv, log);
+    const targetDir = env.CARGO_TARGET_DIR ? path.resolve(root, env.CARGO_TARGET_DIR) : path.join(root, 'target');
+    cross.windows = windowsLinkFiles({
+      shared: cross.shared,
+      dir: path.join(targetDir, `tf-${crossKey}`),
+      stubOut: path.join(root, 'npm', ADDON_PLATFORMS[crossKey].napi, 'python311.dll'),
+      env: toolEnv,
+      log,
+    });
+  }
   const childEnv = buildEnv(root, env, cross, target);
   const napiArgs = [
     'build', '--platform', '--release',
@@ -190,6 +292,13 @@ async function build({root = DEFAULT_ROOT, log = defaultLog, env = process.env, 
   if (res.status !== 0) {
     log(`napi build failed (${res.signal ? `signal ${res.signal}` : `exit code ${res.status}`})`);
     return res.status || 1;
+  }
+  if (cross && isWindows(target)) {
+    // napi names the file after the Rust target (-gnu); the loaders look for the -msvc name.
+    const napiName = ADDON_PLATFORMS[crossKey].napi;
+    const built = path.join(root, `tfjs-node-rs.${napiName.replace(/-msvc$/, '-gnu')}.node`);
+    fs.renameSync(built, path.join(root, `tfjs-node-rs.${napiName}.node`));
+    log(`wrote tfjs-node-rs.${napiName}.node (built with the GNU toolchain)`);
   }
   return 0;
 }

@@ -25,6 +25,10 @@
 //      --target aarch64-apple-darwin): its lib/ holds libtensorflow_cc.2.dylib,
 //      libtensorflow_framework.2.dylib and libtensorflow.dylib -> libtensorflow_cc.2.dylib
 //      (LIBRARIES in js/libtensorflow_facts.js), unstripped (the stripper reads ELF only).
+//      On Windows (and on Linux for the Windows cross build), libtensorflow-2.21.0-win32-x64/lib/
+//      holds _pywrap_tensorflow_common.dll from the tensorflow-cpu win_amd64 wheel's
+//      tensorflow/python/ (TF's whole C API), unstripped, with no link beside it; deps/ is a
+//      junction to it there.
 //      With $TFJS_NODE_RS_COPY_LIBTENSORFLOW=1, deps/ is a copy of the shared copy
 //      instead of a link (container builds that copy node_modules between stages).
 //
@@ -52,13 +56,14 @@ const {versionBelow, SUPPORTED, addonCandidates} = require('../js/native_loader_
 // tensorflow-cpu: its plain tensorflow wheel is the CPU build; on x64 the plain tensorflow
 // wheel is the CUDA build, which runs on the CPU where there is no GPU), that wheel's platform
 // tag and size, and the two libraries' size as unpacked and once stripped. Each has the addon of
-// its machine (ADDON_PLATFORMS; one addon serves both x64 variants). macOS's libraries are
-// Mach-O, left unstripped (the stripper reads ELF).
+// its machine (ADDON_PLATFORMS; one addon serves both x64 variants). macOS's libraries (Mach-O)
+// and Windows' DLL (PE) are left unstripped: the stripper reads ELF.
 const PLATFORMS = {
   'linux-x64': {project: 'tensorflow-cpu', wheelTag: 'manylinux_2_27_x86_64', wheelMB: 274, unpackedMB: 853, libsMB: 634},
   'linux-arm64': {project: 'tensorflow', wheelTag: 'manylinux_2_27_aarch64', wheelMB: 282, unpackedMB: 883, libsMB: 598},
   'linux-x64-gpu': {project: 'tensorflow', wheelTag: 'manylinux_2_27_x86_64', wheelMB: 546, unpackedMB: 1202, libsMB: 969},
   'darwin-arm64': {project: 'tensorflow', wheelTag: 'macosx_12_0_arm64', wheelMB: 224, unpackedMB: 741, libsMB: 741},
+  'win32-x64': {project: 'tensorflow-cpu', wheelTag: 'win_amd64', wheelMB: 351, unpackedMB: 1008, libsMB: 1008},
 };
 // The OS part of a PLATFORMS key ('linux', 'darwin'), as process.platform spells it.
 const osOf = (key) => key.split('-')[0];
@@ -182,10 +187,10 @@ function wantedDir(rel) {
   return WANTED_DIRS.has(rel) || rel.startsWith('tensorflow/c/');
 }
 
-// Maps a wheel entry name to its path under deps/, or null when not wanted; `libs`: the
-// libraries of the wheel's OS.
-function wheelTarget(name, libs = LIBS) {
-  for (const lib of libs) if (name === `tensorflow/${lib}`) return `lib/${lib}`;
+// Maps a wheel entry name to its path under deps/, or null when not wanted; `libraries`: the
+// LIBRARIES entry of the wheel's OS.
+function wheelTarget(name, {libs, wheelDir} = HOST_LIBRARIES) {
+  for (const lib of libs) if (name === `${wheelDir}/${lib}`) return `lib/${lib}`;
   const prefix = 'tensorflow/include/';
   if (name.startsWith(prefix)) {
     const rel = name.slice(prefix.length);
@@ -503,7 +508,7 @@ function isComplete(deps, envDir, {libs, linkName} = HOST_LIBRARIES) {
     for (const lib of libs) {
       if (!sizes[lib] || (marker.libs && marker.libs[lib] !== sizes[lib])) return false;
     }
-    fs.statSync(path.join(deps, 'lib', linkName));
+    if (linkName) fs.statSync(path.join(deps, 'lib', linkName));
     fs.statSync(path.join(deps, 'lib', 'pkgconfig', 'tensorflow.pc'));
     // A tree made from a wheel by an earlier set of header rules is made again.
     if (marker.kind === 'wheel' && marker.headerRules !== HEADER_RULES) return false;
@@ -735,7 +740,7 @@ async function extractWheel(wheel, tmp, log, spec) {
   const wanted = spec.libraries.libs;
   log(`extracting libtensorflow ${TF_VERSION} from ${wheel} ...`);
   const started = Date.now();
-  const written = await extractZip(wheel, tmp, (name) => wheelTarget(name, wanted));
+  const written = await extractZip(wheel, tmp, (name) => wheelTarget(name, spec.libraries));
   const libs = written.filter((w) => w.target.startsWith('lib/'));
   if (libs.length !== wanted.length) throw zipError(`${path.basename(wheel)} does not contain ${wanted.join(' and ')}`);
   const headers = written.length - libs.length;
@@ -743,6 +748,7 @@ async function extractWheel(wheel, tmp, log, spec) {
   // The stripper cuts ELF files only; the macOS wheel's Mach-O libraries stay as they are
   // (their symbol tables are also what scripts/macho.js checks the addon against).
   const elf = osOf(spec.key) === 'linux';
+  const format = {darwin: 'Mach-O', win32: 'PE'}[osOf(spec.key)];
   for (const lib of elf ? libs : []) {
     const r = stripSymbols(path.join(tmp, lib.target));
     if (!r.skipped) stripped.push(`${path.basename(lib.target)} ${fmtMB(r.before)} -> ${fmtMB(r.after)}`);
@@ -750,7 +756,7 @@ async function extractWheel(wheel, tmp, log, spec) {
   log(
     `extracted ${libs.length} libraries and ${headers} headers in ${((Date.now() - started) / 1000).toFixed(1)} s` +
       `${stripped.length ? ` (symbol tables stripped: ${stripped.join(', ')})` : ''}` +
-      `${elf ? '' : ' (Mach-O: symbol tables kept)'}`,
+      `${elf ? '' : ` (${format}: symbol tables kept)`}`,
   );
   return {source: wheel, kind: 'wheel', headers};
 }
@@ -795,7 +801,7 @@ function finish(tmp, dest, info, {libs, linkName} = HOST_LIBRARIES) {
   const lib = path.join(tmp, 'lib');
   fs.mkdirSync(path.join(lib, 'pkgconfig'), {recursive: true});
   fs.mkdirSync(path.join(tmp, 'include'), {recursive: true});
-  if (!exists(path.join(lib, linkName))) fs.symlinkSync(libs[0], path.join(lib, linkName));
+  if (linkName && !exists(path.join(lib, linkName))) fs.symlinkSync(libs[0], path.join(lib, linkName));
   fs.writeFileSync(path.join(lib, 'pkgconfig', 'tensorflow.pc'), pcText(dest));
   const marker = {
     version: TF_VERSION,
@@ -1236,6 +1242,8 @@ async function provideForPackage({root = DEFAULT_ROOT, addonDir = null, log = de
   try {
     return await withLock(path.join(root, 'deps.lock'), log, async () => {
       const res = await ensureLibtensorflow({root, log});
+      // Windows has no rpath to serve: the loader puts <root>/deps/lib on PATH instead.
+      if (process.platform === 'win32') return res;
       const addon = addonCandidates({root})[0];
       const dir = addonDir || (addon && path.dirname(fs.realpathSync(addon)));
       if (dir && path.resolve(dir) !== path.resolve(root)) linkAddonDir(root, dir);

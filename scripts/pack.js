@@ -9,6 +9,8 @@
 //   tfjs-node-rs-linux-x64-gnu-<version>.tgz    the per-platform packages (npm/linux-x64-gnu/,
 //   tfjs-node-rs-linux-arm64-gnu-<version>.tgz  npm/linux-arm64-gnu/, npm/darwin-arm64/), each
 //   tfjs-node-rs-darwin-arm64-<version>.tgz     holding its prebuilt tfjs-node-rs.<platform>.node
+//   tfjs-node-rs-win32-x64-msvc-<version>.tgz   (npm/win32-x64-msvc/ also the python311.dll stub
+//                                               that scripts/build.js builds there)
 //   tfjs-node-rs-gpu-<version>.tgz              the NVIDIA GPU package: the root package's files
 //                                               under npm/gpu/package.json's name, description,
 //                                               os and cpu, with npm/gpu/README.md (its first
@@ -18,7 +20,8 @@
 // format: an ELF one (DT_NEEDED libtensorflow_cc.so.2, a RUNPATH that finds
 // node_modules/tfjs-node-rs/deps/lib, and node_modules/@tensorflow/tfjs-node/deps/lib for the
 // alias install), a Mach-O one by scripts/macho.js's checkMacAddon (the same rpaths as
-// @loader_path ones, its libraries and every symbol it imports),
+// @loader_path ones, its libraries and every symbol it imports), a PE one (x86-64, imports
+// _pywrap_tensorflow_common.dll and nothing from node.exe: N-API is looked up at load),
 // that the versions of the packages and of the root's optionalDependencies agree,
 // and after packing, what each tarball holds (no Rust sources, no libtensorflow,
 // no addon in the root package).
@@ -139,7 +142,28 @@ const ELF_MACHINES = {x86_64: 62, aarch64: 183};
 // The addon must be built for `target`, link libtensorflow and find it in the installed
 // layout: checked in the target's binary format.
 function checkAddon(file, target) {
+  if (/-windows-/.test(target)) return checkPeAddon(file, target);
   return /-apple-darwin$/.test(target) ? checkMachOAddon(file, target) : checkElfAddon(file, target);
+}
+
+// A Windows addon: built for x86-64, importing TF's DLL, and nothing from node.exe (or a
+// libnode), so that it loads into any Node.js build (napi's dyn-symbols).
+function checkPeAddon(file, target) {
+  const {readPe, MACHINE_AMD64} = require('./pe');
+  const {LIBRARIES} = require('../js/libtensorflow_facts');
+  let pe;
+  try {
+    pe = readPe(file);
+  } catch (err) {
+    throw fail(err.message);
+  }
+  const dlls = Object.keys(pe.imports).map((d) => d.toLowerCase());
+  if (pe.machine !== MACHINE_AMD64) throw fail(`${file} is not built for ${target} (PE machine 0x${pe.machine.toString(16)})`);
+  const tf = LIBRARIES.win32.libs[0];
+  if (!dlls.includes(tf.toLowerCase())) throw fail(`${file} does not import ${tf} (imports: ${dlls.join(', ')})`);
+  const host = dlls.filter((d) => /^(node\.exe|libnode\.dll)$/.test(d));
+  if (host.length) throw fail(`${file} imports from ${host.join(', ')}: it would load into that Node.js build only`);
+  return pe;
 }
 
 // A macOS addon: scripts/macho.js's check, against the darwin-arm64 libtensorflow (unpacked by
@@ -274,9 +298,9 @@ async function pack({root = ROOT, out = ROOT, build = false, targets = null} = {
     const dest = path.join(p.dir, p.addon);
     fs.copyFileSync(src, dest);
     const packed = npmPack(p.dir, out);
-    if (!packed.files.includes(p.addon) || !packed.files.includes('package.json')) {
-      throw fail(`${packed.file} lacks ${p.addon} (files: ${packed.files.join(', ')})`);
-    }
+    const wanted = ['package.json', ...readJson(path.join(p.dir, 'package.json')).files];
+    const lacking = wanted.filter((f) => !packed.files.includes(f));
+    if (lacking.length) throw fail(`${packed.file} lacks ${lacking.join(', ')} (files: ${packed.files.join(', ')})`);
     log(`${path.basename(packed.file)}: ${fmtMB(packed.size)} (${packed.files.join(', ')})`);
     platforms.push({name: p.name, ...packed});
   }

@@ -659,8 +659,8 @@ function findMachineWheel() {
   return wheel ? path.join(cache, wheel) : null;
 }
 
-async function indexSource(choice) {
-  const wheel = choice === 'mirror' ? findMachineWheel() : null;
+// `wheel`: the file to serve (test:windows serves the win_amd64 one); the machine's x64 wheel by default.
+async function indexSource(choice, wheel = choice === 'mirror' ? findMachineWheel() : null) {
   if (!wheel) {
     log(choice === 'mirror' ? 'no cached wheel on this machine: the empty cache is filled from the real index' : 'the empty cache is filled from the real index');
     return {env: {}, stop() {}};
@@ -751,7 +751,7 @@ async function main() {
   }
 }
 
-module.exports = {cleanEnv, writeProject, diskUsage, fmtMB};
+module.exports = {cleanEnv, writeProject, diskUsage, fmtMB, indexSource};
 
 if (require.main === module) {
   main().catch((err) => {

@@ -5,11 +5,8 @@
 // exports each name: a function aborts the process naming itself (and appends the name to
 // the file in PY_STUB_LOG, if set), a data symbol (type objects, exception classes, None,
 // True, False, NotImplemented) is 1 KiB of zeroed storage, which the DLL only takes the
-// address of. Usage: node python311_stub.js <imports.txt> <out dir>, where imports.txt lists
-// the names, one a line (x86_64-w64-mingw32-objdump -p of the DLL, python311.dll's section).
-
-const fs = require('fs');
-const path = require('path');
+// address of. scripts/build.js gives it the names (read from the DLL by scripts/pe.js) and
+// compiles the result with mingw's gcc.
 
 const isData = (name) => /(_Type|Struct)$/.test(name) || name.startsWith('PyExc_');
 
@@ -42,16 +39,6 @@ function stub(names) {
   ];
   const def = ['LIBRARY python311.dll', 'EXPORTS', ...funcs.map((n) => `  ${n}`), ...data.map((n) => `  ${n} DATA`), ''];
   return {c: c.join('\n'), def: def.join('\n'), funcs: funcs.length, data: data.length};
-}
-
-if (require.main === module) {
-  const [list, out] = process.argv.slice(2);
-  const names = [...new Set(fs.readFileSync(list, 'utf8').split('\n').map((l) => l.trim()).filter(Boolean))].sort();
-  const {c, def, funcs, data} = stub(names);
-  fs.mkdirSync(out, {recursive: true});
-  fs.writeFileSync(path.join(out, 'python311_stub.c'), c);
-  fs.writeFileSync(path.join(out, 'python311.def'), def);
-  console.log(`${names.length} names: ${funcs} functions, ${data} data`);
 }
 
 module.exports = {stub, isData};

@@ -44,8 +44,10 @@ pub fn preload_library(path: String) -> napi::Result<()> {
     Ok(())
 }
 
-/// Loads the DLL at `path` (its imports found beside it first) and keeps it loaded for the life
-/// of the process.
+// The doc comment is the Unix one's: napi writes it to binding.d.ts, which every build shares.
+// Here the DLL's own imports are looked for beside it first (LOAD_WITH_ALTERED_SEARCH_PATH).
+/// Loads the shared library at `path` (`RTLD_NOW | RTLD_LOCAL`, as TF opens its own) and keeps
+/// it loaded for the life of the process.
 #[cfg(windows)]
 #[napi_derive::napi(js_name = "preloadLibrary")]
 pub fn preload_library(path: String) -> napi::Result<()> {
