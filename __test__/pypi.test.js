@@ -353,6 +353,16 @@ test('pipSettings: pip.conf [global] and [download], PIP_CONFIG_FILE, environmen
   assert.deepEqual(fromEnv.indexUrls, ['https://env.example/simple', 'https://e1/', 'https://e2/']);
   assert.equal(fromEnv.cert, '/ca.pem');
   assert.equal(fromEnv.timeoutS, 180);
+  // Where pip keeps them on Windows (pip.ini) and macOS.
+  const windows = {'C:\\Users\\u\\AppData\\Roaming\\pip\\pip.ini': '[global]\nindex-url = https://win.example/simple\n'};
+  const read = (table) => (file) => {
+    if (!(file in table)) throw Object.assign(new Error('ENOENT'), {code: 'ENOENT'});
+    return table[file];
+  };
+  assert.deepEqual(pypi.pipSettings({USERPROFILE: 'C:\\Users\\u', APPDATA: 'C:\\Users\\u\\AppData\\Roaming'},
+                                    {readFile: read(windows), platform: 'win32'}).indexUrls, ['https://win.example/simple']);
+  const mac = {'/Users/u/Library/Application Support/pip/pip.conf': '[global]\nindex-url = https://mac.example/simple\n'};
+  assert.deepEqual(pypi.pipSettings({HOME: '/Users/u'}, {readFile: read(mac), platform: 'darwin'}).indexUrls, ['https://mac.example/simple']);
   // No configuration at all: PyPI. pip's find-links is not used.
   const none = pypi.pipSettings({HOME: '/nowhere', PIP_FIND_LINKS: '/opt/wheels'}, {readFile: () => { throw new Error('ENOENT'); }});
   assert.deepEqual(none.indexUrls, [pypi.DEFAULT_INDEX]);

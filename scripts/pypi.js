@@ -47,18 +47,32 @@ function indexError(message, {fatal = true, cause} = {}) {
 // ---------------------------------------------------------------------------
 // pip's configuration.
 
-// The pip.conf files pip reads, lowest precedence first (pip's configuration.py:
-// global, user unless PIP_CONFIG_FILE exists, site, then PIP_CONFIG_FILE).
-function pipConfigFiles(env = process.env) {
-  const home = env.HOME || os.homedir();
-  const xdgDirs = (env.XDG_CONFIG_DIRS || '/etc/xdg').split(':').filter(Boolean);
-  const files = [...xdgDirs.map((d) => path.join(d, 'pip', 'pip.conf')), '/etc/pip.conf'];
-  const own = env.PIP_CONFIG_FILE;
-  if (!(own && fs.existsSync(own))) {
-    files.push(path.join(home, '.pip', 'pip.conf'));
-    files.push(path.join(env.XDG_CONFIG_HOME || path.join(home, '.config'), 'pip', 'pip.conf'));
+// The pip.conf files pip reads, lowest precedence first (pip's configuration.py: global, user
+// unless PIP_CONFIG_FILE exists, site, then PIP_CONFIG_FILE), where pip keeps them on `platform`
+// (platformdirs' site and user config folders; pip.ini on Windows).
+function pipConfigFiles(env = process.env, platform = process.platform) {
+  const home = env.HOME || env.USERPROFILE || os.homedir();
+  const name = platform === 'win32' ? 'pip.ini' : 'pip.conf';
+  const join = platform === 'win32' ? path.win32.join : path.posix.join;
+  let globals;
+  let users;
+  if (platform === 'win32') {
+    globals = [join(env.ProgramData || env.PROGRAMDATA || 'C:\\ProgramData', 'pip', name)];
+    const appData = env.APPDATA || join(home, 'AppData', 'Roaming');
+    users = [join(home, 'pip', name), join(appData, 'pip', name)];
+  } else if (platform === 'darwin') {
+    globals = [join('/Library/Application Support/pip', name)];
+    users = [join(home, '.pip', name), join(home, 'Library/Application Support/pip', name),
+             join(env.XDG_CONFIG_HOME || join(home, '.config'), 'pip', name)];
+  } else {
+    const xdgDirs = (env.XDG_CONFIG_DIRS || '/etc/xdg').split(':').filter(Boolean);
+    globals = [...xdgDirs.map((d) => join(d, 'pip', name)), '/etc/pip.conf'];
+    users = [join(home, '.pip', name), join(env.XDG_CONFIG_HOME || join(home, '.config'), 'pip', name)];
   }
-  if (env.VIRTUAL_ENV) files.push(path.join(env.VIRTUAL_ENV, 'pip.conf'));
+  const files = [...globals];
+  const own = env.PIP_CONFIG_FILE;
+  if (!(own && fs.existsSync(own))) files.push(...users);
+  if (env.VIRTUAL_ENV) files.push(join(env.VIRTUAL_ENV, name));
   if (own) files.push(own);
   return files;
 }
@@ -94,9 +108,9 @@ function parseIni(text) {
  * pip's settings for a download: { indexUrls, cert, proxy, timeoutS }. Environment
  * variables override pip.conf, as in pip.
  */
-function pipSettings(env = process.env, {readFile = fs.readFileSync} = {}) {
+function pipSettings(env = process.env, {readFile = fs.readFileSync, platform = process.platform} = {}) {
   const conf = {};
-  for (const file of pipConfigFiles(env)) {
+  for (const file of pipConfigFiles(env, platform)) {
     let text;
     try {
       text = readFile(file, 'utf8');
