@@ -549,17 +549,34 @@ function relocate(deps, marker) {
 // ---------------------------------------------------------------------------
 // Sources.
 
+/**
+ * Makes `dest` lead to the file `src`: a symbolic link, or on Windows (where one needs Developer
+ * Mode or an administrator) a hard link, or a copy across volumes.
+ */
+function linkFile(src, dest) {
+  if (process.platform !== 'win32') return fs.symlinkSync(src, dest);
+  try {
+    return fs.linkSync(src, dest);
+  } catch (err) {
+    if (err.code !== 'EXDEV') throw err;
+    return fs.copyFileSync(src, dest);
+  }
+}
+
 function fromDirectory(dir, tmp, log) {
-  const missing = LIBS.filter((lib) => {
+  // A Python TensorFlow's tensorflow/ folder keeps them where its wheel does (Windows: python/).
+  const inWheel = path.relative('tensorflow', HOST_LIBRARIES.wheelDir);
+  const missingIn = (folder) => LIBS.filter((lib) => {
     try {
-      return !fs.statSync(path.join(dir, lib)).isFile();
+      return !fs.statSync(path.join(folder, lib)).isFile();
     } catch {
       return true;
     }
   });
-  if (missing.length) {
+  const from = [dir, path.join(dir, inWheel)].find((folder) => missingIn(folder).length === 0);
+  if (from === undefined) {
     throw setupError(
-      `${ENV_DIR}=${dir} does not hold ${missing.join(' and ')}. Point it to a directory that holds ` +
+      `${ENV_DIR}=${dir} does not hold ${missingIn(dir).join(' and ')}. Point it to a directory that holds ` +
         `${LIBS.join(' and ')} (e.g. the tensorflow/ folder of a Python tensorflow ${TF_VERSION} install), ` +
         `or unset it to download libtensorflow.`,
     );
@@ -567,7 +584,7 @@ function fromDirectory(dir, tmp, log) {
   log(`using libtensorflow from ${ENV_DIR}=${dir}`);
   const lib = path.join(tmp, 'lib');
   fs.mkdirSync(lib, {recursive: true});
-  for (const name of LIBS) fs.symlinkSync(path.join(dir, name), path.join(lib, name));
+  for (const name of LIBS) linkFile(path.join(from, name), path.join(lib, name));
   const include = path.join(dir, 'include');
   let headers = 0;
   const walk = (rel) => {
