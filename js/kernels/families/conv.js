@@ -50,6 +50,18 @@ function emptyConv(b, dtype, outShape, nchw) {
   return b.makeTensorInfo(shape, dtype, b.alloc(dtype, 0));
 }
 
+/**
+ * The gradient of a conv whose output has no elements, made here, or null when it has some: the
+ * sum over nothing is zeros of `shape` (the input's or the filter's). TF's CPU kernels return
+ * memory never written for it (Conv2DBackpropFilter and DepthwiseConv2dNativeBackpropFilter of
+ * an empty out_backprop gave NaN and stray values in the aarch64 build).
+ */
+function emptyGradient(b, dy, shape) {
+  if (sizeOf(dy.shape) !== 0) return null;
+  return b.run1('Fill', [A.type('T', dy.dtype), A.type('index_type', 'int32')],
+                [b.vec(shape), b.constant(dy.dtype, [], 0)]);
+}
+
 /** tfjs's conv info of a forward 2-D conv, for the NHWC input `xx`. */
 function forwardInfo(xx, filter, attrs, nchw, depthwise) {
   if (depthwise) {
@@ -200,6 +212,8 @@ function Conv2D({inputs, attrs, backend: b}) {
  * (input_sizes, filter, out_backprop).
  */
 function backpropInput(b, opName, dy, filter, inShape, info, extraAttrs, temps) {
+  const empty = emptyGradient(b, dy, inShape);
+  if (empty !== null) return empty;
   // A dy smaller than the forward output of inShape (conv2dTranspose with an outShape its
   // input cannot produce) would come back zero-padded to inShape; TF and tfjs-node refuse it.
   if (dy.shape[1] < info.outHeight || dy.shape[2] < info.outWidth) {
@@ -237,6 +251,8 @@ function backpropInput(b, opName, dy, filter, inShape, info, extraAttrs, temps) 
 
 /** Gradient w.r.t. the filter: inputs (input, filter_sizes, out_backprop). */
 function backpropFilter(b, opName, x, dy, filterShape, info, extraAttrs, temps) {
+  const empty = emptyGradient(b, dy, filterShape);
+  if (empty !== null) return empty;
   const {input, attrs} = paddingFor(b, x, info, temps);
   return b.run1(opName, [
     A.type('T', x.dtype), strides4(info), ...extraAttrs, ...attrs,
@@ -336,6 +352,8 @@ function Conv3DBackpropInputV2({inputs, attrs, backend: b}) {
   const {dy, filter} = inputs;
   const info = tfc.backend_util.computeConv3DInfo(
       attrs.inputShape, filter.shape, attrs.strides, 1, attrs.pad);
+  const empty = emptyGradient(b, dy, attrs.inputShape);
+  if (empty !== null) return b.wrap(empty);
   return b.op('Conv3DBackpropInputV2',
               [...conv3dAttrs(dy.dtype, info), A.type('Tshape', 'int32')],
               [b.vec(attrs.inputShape), filter, dy]);
@@ -345,6 +363,8 @@ function Conv3DBackpropFilterV2({inputs, attrs, backend: b}) {
   const {x, dy} = inputs;
   const info = tfc.backend_util.computeConv3DInfo(
       x.shape, attrs.filterShape, attrs.strides, 1, attrs.pad);
+  const empty = emptyGradient(b, dy, attrs.filterShape);
+  if (empty !== null) return b.wrap(empty);
   return b.op('Conv3DBackpropFilterV2', conv3dAttrs(x.dtype, info),
               [x, b.vec(attrs.filterShape), dy]);
 }
