@@ -161,6 +161,10 @@ class TensorFlowBackend extends tfc.KernelBackend {
     this.consts = new ConstCache(this);
     /** Native ids with more than one owner -> their owner count (absent: one owner). */
     this.sharedIds = new Map();
+    /** The device of `tf.node.withDevice` now, or null (`setDeviceScope`). */
+    this.deviceScope = null;
+    /** Clusters connected to so far: a call graph placed on one runs on no later one. */
+    this.clusters = 0;
     this.isUsingGpuDevice = binding.isUsingGpuDevice();
     stopBackgroundWorkAtExit(binding);
     /** Repeated runs of ops execute as one graph (src/ops/deferred.rs), so fusing ops buys less. */
@@ -404,6 +408,7 @@ class TensorFlowBackend extends tfc.KernelBackend {
   /** Makes the context a client of the cluster in `serverDef`, as task `localTask`. */
   connectToCluster(serverDef, localTask, timeoutMs) {
     this.binding.connectToCluster(serverDef, localTask, timeoutMs);
+    this.clusters++;
   }
 
   /** Starts this task's server in the context for collective ops across `serverDef`'s cluster. */
@@ -416,9 +421,18 @@ class TensorFlowBackend extends tfc.KernelBackend {
     return this.binding.listDevices();
   }
 
-  /** Places every op from now on on `device` (null: TF places them). */
+  /**
+   * Places every op from now on on `device` (null: TF places them); call graphs compiled
+   * meanwhile run there as TF functions (`deviceScope` keys them apart).
+   */
   setDeviceScope(device) {
     this.binding.setDeviceScope(device);
+    this.deviceScope = device;
+  }
+
+  /** Where call graphs compiled now run, for their keys: '' (here) or a device of a cluster. */
+  placementKey() {
+    return this.deviceScope === null ? '' : `${this.deviceScope}@${this.clusters}`;
   }
 
   /** The device that ran the op producing native tensor `id` (`backing`: that holds it). */

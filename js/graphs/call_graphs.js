@@ -98,7 +98,8 @@ class CallGraphs {
   call(key, inputs, run, sideEffects) {
     const backend = tfc.backend();
     if (!ready(backend)) return run();
-    const signature = key + aliasKey(inputs);
+    // A graph compiled inside `tf.node.withDevice` runs on that device: keyed apart.
+    const signature = backend.placementKey() + '|' + key + aliasKey(inputs);
     const dims = dimsKey(inputs);
     let entry = this.entries.get(signature + dims);
     if (entry !== undefined && entry.graph !== null) {

@@ -10,7 +10,6 @@ const net = require('net');
 const tfc = require('@tensorflow/tfjs-core');
 const {Writer} = require('./proto');
 const {tensorflowBackend} = require('./backend');
-const {FLAG: CALL_GRAPHS_FLAG} = require('../graphs/call_graphs');
 
 /** How long a client waits for the cluster's tasks, unless told. */
 const DEFAULT_TIMEOUT_MS = 10000;
@@ -192,8 +191,9 @@ const scopes = [];
  * Runs `fn()` with every op it issues placed on `device` (a full TF device name, as
  * `listDevices` gives them: '/job:worker/replica:0/task:1/device:CPU:0'); returns what `fn`
  * returns. Inputs move to that device and results are read back as usual. `fn` must be
- * synchronous, as in `tf.tidy`. Inside the scope ops run one by one (eagerly): deferred runs
- * and whole-call graphs, which run on this process's devices, are off.
+ * synchronous, as in `tf.tidy`. Inside the scope single ops run one by one (deferred runs are
+ * off), and a whole call (predict, execute, a training step, `tf.node.function`) compiled
+ * there runs as one TF function call on `device`: on a remote worker, one request per call.
  */
 function withDevice(device, fn) {
   const name = 'tf.node.withDevice';
@@ -203,8 +203,6 @@ function withDevice(device, fn) {
   if (typeof fn !== 'function') throw new TypeError(`${name}: fn must be a function`);
   const backend = tensorflowBackend(name);
   const outermost = scopes.length === 0;
-  const env = tfc.env();
-  const callGraphs = env.getBool(CALL_GRAPHS_FLAG);
   // A whole call being recorded cannot hold ops placed elsewhere: it stays eager.
   const recorded = backend.ops.recording !== null;
   backend.notRecordable(`${name} places ops`);
@@ -212,13 +210,11 @@ function withDevice(device, fn) {
   backend.setDeviceScope(device);
   scopes.push(device);
   if (pause) backend.pauseDeferring(true);
-  if (callGraphs) env.set(CALL_GRAPHS_FLAG, false);
   let result;
   try {
     result = fn();
   } finally {
     scopes.pop();
-    if (callGraphs) env.set(CALL_GRAPHS_FLAG, true);
     if (pause) backend.pauseDeferring(false);
     backend.setDeviceScope(outermost ? null : scopes[scopes.length - 1]);
   }

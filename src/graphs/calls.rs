@@ -4,6 +4,7 @@
 //! here into one graph; later calls run it as one session call, with no per-op JS at all.
 
 use std::collections::HashMap;
+use std::ffi::{CStr, CString};
 use std::sync::Arc;
 
 use super::compiled::{CompiledGraph, Feed};
@@ -13,11 +14,24 @@ use crate::error::{Error, Result};
 use crate::executor::{Input, Job, Work};
 use crate::op_plan::PreparedOp;
 use crate::tensor_spec::{small_integers, TensorSpec};
+use crate::tf::context::Context;
 use crate::tf::handle::TensorHandle;
+use crate::tf::op::Op;
 use crate::tf::status::Status;
 
 /// Call graphs alive at once; past it, compiling fails and calls stay eager.
 const MAX_CALL_GRAPHS: usize = 4096;
+
+/// The name of a call graph registered as a TF function, before TF's hash of its body.
+const FUNCTION_PREFIX: &CStr = c"tfjs_node_rs_call";
+
+/// A call graph compiled inside a device scope (`tf.node.withDevice`), which runs as one eager
+/// call of its TF function on that device: on a remote worker, one request per call, where op
+/// by op each op was one.
+struct Placed {
+    function: CString,
+    device: CString,
+}
 
 /// An op the call ran: the prepared op, where its flat inputs came from, and its outputs'
 /// shapes as it ran (empty when not known).
@@ -42,12 +56,18 @@ pub struct CallGraph {
     warming: Option<Arc<Job>>,
     /// Nodes built as one op of several recorded ones (`fusions`).
     fused_nodes: usize,
+    /// Where the call runs as a function, when compiled in a device scope; else in the graph's
+    /// own session.
+    placed: Option<Placed>,
 }
 
 impl CallGraph {
     /// Compiles `ops` (in the order they ran) over feeds like `fed` (their dtypes and shapes;
     /// `fed_dims`, when given, are the fed feeds' dims instead, -1 where calls differ) and the
-    /// `fixed` tensors, fetching `fetches`. Refs to feeds count the fed ones first.
+    /// `fixed` tensors, fetching `fetches`. Refs to feeds count the fed ones first. With a
+    /// `device` (the context's device scope), the graph is registered in `context` as a TF
+    /// function that each run calls on that device.
+    #[allow(clippy::too_many_arguments)]
     pub fn compile(
         plans: &[PreparedOp],
         ops: &[RecordedOp],
@@ -55,6 +75,8 @@ impl CallGraph {
         fed_dims: Option<&[Vec<i64>]>,
         fixed: Vec<TensorHandle>,
         fetches: &[Ref],
+        context: &Context,
+        device: Option<&CStr>,
         status: &Status,
     ) -> Result<CallGraph> {
         // The feeds' dtypes and dims: the fed ones, then the fixed ones.
@@ -104,14 +126,33 @@ impl CallGraph {
             fixed: &fixed,
             shapes: ops.iter().map(|op| op.shapes.as_slice()).collect(),
         };
-        let fused_nodes = fusions::fuse(&mut steps, &mut fetches, &recorded, status)?;
+        // The fusions' own ops (`TfjsNodeRs>Elementwise`, ...) exist in this process only: a
+        // function for another device is built of TF's ops as recorded.
+        let fused_nodes = match device {
+            None => fusions::fuse(&mut steps, &mut fetches, &recorded, status)?,
+            Some(_) => 0,
+        };
         let graph = CompiledGraph::build(&feeds, steps.into_iter(), &fetches, status)?;
+        let placed = match device {
+            None => None,
+            Some(device) => {
+                let function = graph.to_function(FUNCTION_PREFIX, status)?;
+                context.add_function(&function, status)?;
+                Some(Placed {
+                    function: function.name(),
+                    device: device.to_owned(),
+                })
+            }
+        };
         // Fed dims of any size (-1) leave TF's shape errors to the run, which must be at the call.
         let fed_dims_known = specs[..fed.len()]
             .iter()
             .all(|spec| spec.dims.iter().all(|&d| d >= 0));
-        let runs_in_background =
-            !fails_on_values && fed_dims_known && graph.static_outputs().is_some();
+        // A placed call runs at the call, on the JS thread: its outputs live on its device.
+        let runs_in_background = placed.is_none()
+            && !fails_on_values
+            && fed_dims_known
+            && graph.static_outputs().is_some();
         let fixed = fixed
             .into_iter()
             .zip(constant)
@@ -123,13 +164,19 @@ impl CallGraph {
             runs_in_background,
             warming: None,
             fused_nodes,
+            placed,
         })
     }
 
     /// Whether the graph may compute a call whose ops JS recorded without running them: the
     /// shapes JS was given are the graph's.
     pub fn may_run_ahead(&self) -> bool {
-        self.graph.every_shape_static()
+        self.placed.is_none() && self.graph.every_shape_static()
+    }
+
+    /// Whether the call runs as a function on a device of its own (no session to set up).
+    pub fn is_placed(&self) -> bool {
+        self.placed.is_some()
     }
 
     /// The outputs' dtypes and dims when the call may run on the executor (`background_work`).
@@ -180,8 +227,28 @@ impl CallGraph {
     }
 
     /// Runs the call on the `fed` tensors; returns the fetched outputs.
-    pub fn run(&mut self, fed: &[&TensorHandle], status: &Status) -> Result<Vec<TensorHandle>> {
+    pub fn run(
+        &mut self,
+        context: &Context,
+        fed: &[&TensorHandle],
+        status: &Status,
+    ) -> Result<Vec<TensorHandle>> {
         self.check_fed(fed.len())?;
+        if let Some(placed) = &self.placed {
+            // The function's arguments are typed, not shaped: refuse what the graph would.
+            for (k, handle) in fed.iter().enumerate() {
+                self.graph.check_feed(k, handle, status)?;
+            }
+            let mut op = Op::new(context, &placed.function, status)?;
+            op.set_device(&placed.device, status)?;
+            for handle in fed.iter().copied().chain(&self.fixed) {
+                op.add_input(handle, status)?;
+            }
+            let count = self.graph.fetch_count();
+            let mut outputs = Vec::with_capacity(count);
+            op.execute(&mut outputs, count, status)?;
+            return Ok(outputs);
+        }
         if let Some(job) = self.warming.take() {
             // Only waited for: an error of the warm-up is this run's too, and this run reports
             // it on the call's own feeds.

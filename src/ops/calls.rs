@@ -15,7 +15,7 @@ impl Runtime {
     /// Compiles `recorded` into one graph fed like `fed_ids` (tensors each call feeds anew,
     /// whose dtypes type the feeds; `fed_dims`, when given, their dims, -1 where calls
     /// differ), holding the tensors of `fixed_ids` (used by every call as they are now),
-    /// fetching `fetches`; returns its id.
+    /// fetching `fetches`; returns its id. Inside a device scope it runs there, as a function.
     pub fn compile_call(
         &mut self,
         plans: &[PreparedOp],
@@ -41,6 +41,8 @@ impl Runtime {
             fed_dims,
             fixed,
             fetches,
+            &self.context,
+            self.context.device_scope(),
             &self.status,
         )?;
         self.calls.insert(graph)
@@ -76,7 +78,10 @@ impl Runtime {
             .iter()
             .map(|&id| self.tensors.handle(id))
             .collect::<Result<Vec<_>>>()?;
-        let outputs = self.calls.get_mut(call)?.run(&fed, &self.status)?;
+        let outputs = self
+            .calls
+            .get_mut(call)?
+            .run(&self.context, &fed, &self.status)?;
         self.scratch.outputs.extend(outputs);
         io::write_outputs(self, io)
     }
@@ -85,7 +90,7 @@ impl Runtime {
     /// dropped (a session's first run is mostly TF setting it up); a later run waits for it.
     /// Returns whether it was queued (not without an executor).
     pub fn warm_up_call(&mut self, plans: &[PreparedOp], call: u32, ids: &[u64]) -> Result<bool> {
-        if !self.executor.enabled {
+        if !self.executor.enabled || self.calls.get(call)?.is_placed() {
             return Ok(false);
         }
         let job = self.submit_call(plans, call, ids)?;

@@ -6,6 +6,7 @@ use std::ptr::NonNull;
 use tensorflow_sys as sys;
 
 use super::extern_decls::{TFE_ContextSetServerDefWithTimeout, TFE_EnableCollectiveOps};
+use super::function::Function;
 use super::signals::AsyncSignalsBlocked;
 use super::status::Status;
 use crate::error::{Error, Result};
@@ -88,6 +89,14 @@ impl Context {
 
     pub fn set_device_scope(&mut self, device: Option<CString>) {
         self.device_scope = device;
+    }
+
+    /// Registers `function` so that eager ops of its name call it; a remote task gets it when an
+    /// op first runs it there.
+    pub fn add_function(&self, function: &Function, status: &Status) -> Result<()> {
+        // SAFETY: context and function are live; TF copies the function's definition.
+        unsafe { sys::TFE_ContextAddFunction(self.raw(), function.raw(), status.raw()) };
+        status.check()
     }
 
     /// Whether `device` (a full device name) belongs to one of the tasks this process has been.

@@ -6,6 +6,7 @@ pub mod context;
 pub mod custom_op;
 pub mod dtype;
 mod extern_decls;
+pub mod function;
 pub mod graph;
 pub mod handle;
 pub mod op;

@@ -1,0 +1,154 @@
+#!/usr/bin/env node
+'use strict';
+// Workers behind a real network hop with a known delay, for the remote-call test and
+// benches/remote_calls.js: each worker gets a network namespace of its own, joined to this one
+// by a veth pair, and every byte to or from it crosses a relay in this namespace that holds it
+// `delayMs` in each direction (so a round trip takes 2 * delayMs more).
+//
+// The delay is a relay, not `tc netem`: netem is a kernel module that kernels without it (the
+// development machine's: "Specified qdisc kind is unknown") cannot load, and a relay process
+// delays alike everywhere. It delays each chunk by `delayMs` from its arrival, in order, with
+// no bandwidth limit. It is a separate process, so a client blocked in a call does not stall it.
+//
+//   node scripts/netns.js relay <listenHost> <port> <targetHost> <delayMs>   (used below)
+//
+// Needs root (or CAP_NET_ADMIN) for `ip netns add`; `delayedWorkers` returns null with the
+// reason where that is refused, and callers skip.
+
+const net = require('net');
+const {execFileSync, spawn} = require('child_process');
+
+/** Below this many ms left, a relay waits by turns of the event loop, not a timer (1 ms steps). */
+const TIMER_FLOOR_MS = 2;
+
+/** Runs `ip ...args`; throws with its stderr. */
+function ip(...args) {
+  execFileSync('ip', args, {stdio: ['ignore', 'ignore', 'pipe']});
+}
+
+/**
+ * Namespaces for `workers` workers, reached from here through relays adding `delayMs` each
+ * way; null with `reason` set on the function's result holder when namespaces cannot be made.
+ * Returns `{addresses, clientAddress, command(i, argv), close()}`: `addresses[i]` is worker i's
+ * `host:port` as every task must name it (the relay's), `clientAddress` an address of this
+ * namespace that the workers reach, `command(i, argv)` the argv that runs `argv` in worker i's
+ * namespace, and `close()` removes it all (also done at exit).
+ */
+async function delayedWorkers({workers, delayMs, ports}) {
+  // A /24 per worker, in a 10.x range that differs per process, so that two runs coexist.
+  const base = `10.${100 + (process.pid % 150)}`;
+  const prefix = `tjr${process.pid % 100000}`;
+  const made = [];
+  const relays = [];
+  const close = () => {
+    for (const relay of relays) relay.kill('SIGKILL');
+    relays.length = 0;
+    for (const ns of made.splice(0)) {
+      try {
+        ip('netns', 'del', ns);
+      } catch {
+        // already gone
+      }
+    }
+  };
+  process.once('exit', close);
+  try {
+    for (let i = 0; i < workers; i++) {
+      const ns = `${prefix}n${i}`;
+      const outside = `${prefix}a${i}`;
+      const inside = `${prefix}b${i}`;
+      ip('netns', 'add', ns);
+      made.push(ns);
+      ip('link', 'add', outside, 'type', 'veth', 'peer', 'name', inside, 'netns', ns);
+      ip('addr', 'add', `${base}.${i + 1}.1/24`, 'dev', outside);
+      ip('link', 'set', outside, 'up');
+      ip('-n', ns, 'addr', 'add', `${base}.${i + 1}.2/24`, 'dev', inside);
+      ip('-n', ns, 'link', 'set', inside, 'up');
+      ip('-n', ns, 'link', 'set', 'lo', 'up');
+      // Other workers' relays listen on this namespace's peers' addresses: all via here.
+      ip('-n', ns, 'route', 'add', 'default', 'via', `${base}.${i + 1}.1`);
+    }
+  } catch (e) {
+    close();
+    return {skip: `network namespaces are not allowed here: ${String(e.stderr || e.message).trim()}`};
+  }
+  const addresses = [];
+  for (let i = 0; i < workers; i++) {
+    const host = `${base}.${i + 1}.1`;
+    const relay = spawn(process.execPath, [__filename, 'relay', host, String(ports[i]),
+      `${base}.${i + 1}.2`, String(delayMs)], {stdio: ['ignore', 'pipe', 'inherit']});
+    relays.push(relay);
+    await new Promise((resolve, reject) => {
+      relay.stdout.once('data', resolve);
+      relay.once('exit', (code) => reject(new Error(`relay ${i} exited (${code})`)));
+    });
+    addresses.push(`${host}:${ports[i]}`);
+  }
+  return {
+    addresses,
+    clientHost: `${base}.1.1`,
+    command: (i, argv) => ['ip', ['netns', 'exec', `${prefix}n${i}`, ...argv]],
+    close,
+  };
+}
+
+/**
+ * Forwards `from`'s data to `to`, each chunk `delayMs` after it arrived, in arrival order.
+ */
+function delayInto(from, to, delayMs) {
+  const queue = [];
+  let waiting = false;
+  const flush = () => {
+    const now = performance.now();
+    while (queue.length > 0 && queue[0].due <= now) to.write(queue.shift().chunk);
+    if (queue.length === 0) {
+      waiting = false;
+      return;
+    }
+    const left = queue[0].due - now;
+    if (left >= TIMER_FLOOR_MS) setTimeout(flush, left - TIMER_FLOOR_MS / 2);
+    else setImmediate(flush);
+  };
+  from.on('data', (chunk) => {
+    queue.push({chunk, due: performance.now() + delayMs});
+    if (!waiting) {
+      waiting = true;
+      flush();
+    }
+  });
+  from.on('end', () => {
+    const ended = () => (queue.length === 0 ? to.end() : setImmediate(ended));
+    ended();
+  });
+}
+
+/** The relay process: listens on listenHost:port, connects each client to targetHost:port. */
+function relay(listenHost, port, targetHost, delayMs) {
+  const server = net.createServer((client) => {
+    client.setNoDelay(true);
+    const target = net.connect(Number(port), targetHost);
+    target.setNoDelay(true);
+    delayInto(client, target, delayMs);
+    delayInto(target, client, delayMs);
+    const both = () => {
+      client.destroy();
+      target.destroy();
+    };
+    client.on('error', both);
+    target.on('error', both);
+    client.on('close', both);
+    target.on('close', both);
+  });
+  server.listen(Number(port), listenHost, () => process.stdout.write('listening\n'));
+}
+
+if (require.main === module) {
+  const [mode, ...args] = process.argv.slice(2);
+  if (mode !== 'relay' || args.length !== 4) {
+    process.stderr.write('usage: node scripts/netns.js relay <listenHost> <port> <targetHost> <delayMs>\n');
+    process.exit(2);
+  }
+  relay(args[0], args[1], args[2], Number(args[3]));
+}
+
+module.exports = {delayedWorkers};
