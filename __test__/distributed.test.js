@@ -66,6 +66,20 @@ function startChild(command, args, words = ['ready', 'weights', 'error']) {
   });
 }
 
+/** `model.predict(x)` on tfjs's cpu backend, the weights copied there. */
+async function cpuPredict(model, x) {
+  const weights = model.getWeights().map((w) => ({values: w.dataSync(), shape: w.shape}));
+  const values = x.dataSync();
+  await tf.setBackend('cpu');
+  try {
+    const copy = await tf.models.modelFromJSON(JSON.parse(JSON.stringify(model.toJSON(null, false))));
+    copy.setWeights(weights.map((w) => tf.tensor(w.values, w.shape)));
+    return copy.predict(tf.tensor(values, x.shape)).dataSync();
+  } finally {
+    await tf.setBackend('tensorflow');
+  }
+}
+
 const addressesOf = (ports) => ports.map((p) => `127.0.0.1:${p}`);
 const worker = (task) => `/job:worker/replica:0/task:${task}/device:CPU:0`;
 
@@ -200,11 +214,60 @@ test('Node worker processes run ops and models placed on them', async (t) => {
     const x = tf.tensor2d(Float32Array.from({length: 20}, (_, i) => Math.sin(i)), [5, 4]);
     const expected = model.predict(x).dataSync();
     for (let call = 0; call < 3; call++) {
+      // The first call runs op by op there (its outputs stay there); later ones are its
+      // graph's, whose outputs come back in the call's job.
       const y = tf.node.withDevice(worker(0), () => model.predict(x));
-      assert.strictEqual(tf.node.deviceOf(y), worker(0));
       close(y.dataSync(), expected, 1e-5, `call ${call}`);
     }
     close(model.predict(x).dataSync(), expected, 1e-5, 'local again');
+  });
+
+  await t.test('dense, conv and RNN models predict remotely as whole-call graphs, equal to ' +
+               'local, and follow setWeights', async () => {
+    const seed = (s) => ({kernelInitializer: tf.initializers.glorotUniform({seed: s})});
+    const models = {
+      dense: [tf.sequential({layers: [
+        tf.layers.dense({inputShape: [6], units: 12, activation: 'relu', ...seed(1)}),
+        tf.layers.dense({units: 3, activation: 'softmax', ...seed(2)})]}), [4, 6]],
+      conv: [tf.sequential({layers: [
+        tf.layers.conv2d({inputShape: [8, 8, 2], filters: 4, kernelSize: 3, activation: 'relu',
+                          ...seed(3)}),
+        tf.layers.maxPooling2d({poolSize: 2}), tf.layers.flatten(),
+        tf.layers.dense({units: 2, ...seed(4)})]}), [3, 8, 8, 2]],
+      rnn: [tf.sequential({layers: [
+        tf.layers.lstm({inputShape: [5, 3], units: 4, ...seed(5),
+                        recurrentInitializer: tf.initializers.glorotUniform({seed: 6})}),
+        tf.layers.dense({units: 2, ...seed(7)})]}), [2, 5, 3]],
+    };
+    for (const [name, [model, shape]] of Object.entries(models)) {
+      const size = shape.reduce((a, b) => a * b);
+      const x = tf.tensor(Float32Array.from({length: size}, (_, i) => Math.sin(i * 0.37)), shape);
+      const expected = model.predict(x).dataSync();
+      // Expected with other weights: tfjs's cpu backend, an independent computation.
+      const others = model.getWeights().map((w) => tf.mul(w, -0.5));
+      const replays = tf.node.callGraphStats().replays;
+      for (let call = 0; call < 4; call++) {
+        const y = tf.node.withDevice(worker(0), () => model.predict(x));
+        close(await y.data(), expected, 1e-5, `${name} call ${call}`);
+      }
+      assert.ok(tf.node.callGraphStats().replays - replays >= 2, `${name}: graph replays`);
+      model.setWeights(others);
+      const changed = tf.node.withDevice(worker(0), () => model.predict(x));
+      const onCpu = await cpuPredict(model, x);
+      close(await changed.data(), onCpu, 1e-4, `${name} after setWeights`);
+      close(model.predict(x).dataSync(), onCpu, 1e-4, `${name} after setWeights, local`);
+    }
+  });
+
+  await t.test('a tf.node.function runs remotely as one call', () => {
+    const w = tf.tensor2d([[1, -2], [3, 4]]);
+    const f = tf.node.function((a) => tf.relu(tf.matMul(a, w)));
+    const a = tf.tensor2d([[1, 2], [-1, 0.5]]);
+    // [[1*1+2*3, 1*-2+2*4], [-1+1.5, 2+2]] -> relu
+    for (let call = 0; call < 4; call++) {
+      const y = tf.node.withDevice(worker(1), () => f(a));
+      assert.deepStrictEqual(Array.from(y.dataSync()), [7, 6, 0.5, 4]);
+    }
   });
 
   await t.test('a worker that dies: its ops fail, the others go on, reconnecting works',

@@ -36,7 +36,7 @@ impl OpCache {
             Some((key, op)) => CheckedOut { key: Some(key), op },
             None => CheckedOut {
                 key: None,
-                op: Op::new(context, name, status)?,
+                op: Op::new(context.shared(), name, status)?,
             },
         };
         if let Some(device) = context.device_scope() {

@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::executor::{Input, Job, Work};
 use crate::op_plan::PreparedOp;
 use crate::tensor_spec::{small_integers, TensorSpec};
-use crate::tf::context::Context;
+use crate::tf::context::{Context, SharedContext};
 use crate::tf::handle::TensorHandle;
 use crate::tf::op::Op;
 use crate::tf::status::Status;
@@ -31,6 +31,35 @@ const FUNCTION_PREFIX: &CStr = c"tfjs_node_rs_call";
 struct Placed {
     function: CString,
     device: CString,
+    outputs: usize,
+}
+
+impl Placed {
+    /// Calls the function on `inputs` (the fed tensors, then the fixed ones) and brings its
+    /// outputs here. TF sends a call to a remote device without waiting for it; reading an
+    /// output waits for its answer, then asks for the value: two round trips (measured: as
+    /// many as op by op, which TF pipelines too, but one request instead of one per op, and
+    /// none of them on the JS thread when the call is a job). Inputs already
+    /// on the device (TF keeps its copy of a handle sent before, such as a weight's) are not
+    /// sent again.
+    fn call(
+        &self,
+        context: SharedContext,
+        inputs: &[&TensorHandle],
+        status: &Status,
+    ) -> Result<Vec<TensorHandle>> {
+        let mut op = Op::new(context, &self.function, status)?;
+        op.set_device(&self.device, status)?;
+        for handle in inputs {
+            op.add_input(handle, status)?;
+        }
+        let mut outputs = Vec::with_capacity(self.outputs);
+        op.execute(&mut outputs, self.outputs, status)?;
+        outputs
+            .iter()
+            .map(|output| TensorHandle::from_tensor(&output.resolve(status)?, status))
+            .collect()
+    }
 }
 
 /// An op the call ran: the prepared op, where its flat inputs came from, and its outputs'
@@ -58,7 +87,7 @@ pub struct CallGraph {
     fused_nodes: usize,
     /// Where the call runs as a function, when compiled in a device scope; else in the graph's
     /// own session.
-    placed: Option<Placed>,
+    placed: Option<Arc<Placed>>,
 }
 
 impl CallGraph {
@@ -138,21 +167,19 @@ impl CallGraph {
             Some(device) => {
                 let function = graph.to_function(FUNCTION_PREFIX, status)?;
                 context.add_function(&function, status)?;
-                Some(Placed {
+                Some(Arc::new(Placed {
                     function: function.name(),
                     device: device.to_owned(),
-                })
+                    outputs: graph.fetch_count(),
+                }))
             }
         };
         // Fed dims of any size (-1) leave TF's shape errors to the run, which must be at the call.
         let fed_dims_known = specs[..fed.len()]
             .iter()
             .all(|spec| spec.dims.iter().all(|&d| d >= 0));
-        // A placed call runs at the call, on the JS thread: its outputs live on its device.
-        let runs_in_background = placed.is_none()
-            && !fails_on_values
-            && fed_dims_known
-            && graph.static_outputs().is_some();
+        let runs_in_background =
+            !fails_on_values && fed_dims_known && graph.static_outputs().is_some();
         let fixed = fixed
             .into_iter()
             .zip(constant)
@@ -174,7 +201,8 @@ impl CallGraph {
         self.placed.is_none() && self.graph.every_shape_static()
     }
 
-    /// Whether the call runs as a function on a device of its own (no session to set up).
+    /// Whether the call runs as a function on a device of a device scope (no session to set
+    /// up here).
     pub fn is_placed(&self) -> bool {
         self.placed.is_some()
     }
@@ -189,7 +217,12 @@ impl CallGraph {
     /// The call as executor work on `fed` (a job's inputs, one per fed tensor). Any call may
     /// be work this way; only one whose outputs are known before it runs (`background_outputs`)
     /// may have its outputs read as pending tensors.
-    pub fn background_work(&mut self, fed: Vec<Input>, status: &Status) -> Result<Work> {
+    pub fn background_work(
+        &mut self,
+        context: SharedContext,
+        fed: Vec<Input>,
+        status: &Status,
+    ) -> Result<Work> {
         self.check_fed(fed.len())?;
         // The executor runs its jobs in order, so this one comes after any warm-up.
         self.warming = None;
@@ -202,7 +235,17 @@ impl CallGraph {
         for handle in &self.fixed {
             feeds.push(Input::Ready(handle.share(status)?));
         }
-        Ok(CompiledGraph::run_work(self.graph.clone(), feeds))
+        let Some(placed) = self.placed.clone() else {
+            return Ok(CompiledGraph::run_work(self.graph.clone(), feeds));
+        };
+        Ok(Work::new(move |status| {
+            let inputs = feeds
+                .iter()
+                .map(|input| input.resolve(status))
+                .collect::<Result<Vec<_>>>()?;
+            let inputs: Vec<&TensorHandle> = inputs.iter().collect();
+            placed.call(context, &inputs, status)
+        }))
     }
 
     fn check_fed(&self, count: usize) -> Result<()> {
@@ -229,7 +272,7 @@ impl CallGraph {
     /// Runs the call on the `fed` tensors; returns the fetched outputs.
     pub fn run(
         &mut self,
-        context: &Context,
+        context: SharedContext,
         fed: &[&TensorHandle],
         status: &Status,
     ) -> Result<Vec<TensorHandle>> {
@@ -239,15 +282,8 @@ impl CallGraph {
             for (k, handle) in fed.iter().enumerate() {
                 self.graph.check_feed(k, handle, status)?;
             }
-            let mut op = Op::new(context, &placed.function, status)?;
-            op.set_device(&placed.device, status)?;
-            for handle in fed.iter().copied().chain(&self.fixed) {
-                op.add_input(handle, status)?;
-            }
-            let count = self.graph.fetch_count();
-            let mut outputs = Vec::with_capacity(count);
-            op.execute(&mut outputs, count, status)?;
-            return Ok(outputs);
+            let inputs: Vec<&TensorHandle> = fed.iter().copied().chain(&self.fixed).collect();
+            return placed.call(context, &inputs, status);
         }
         if let Some(job) = self.warming.take() {
             // Only waited for: an error of the warm-up is this run's too, and this run reports

@@ -81,7 +81,7 @@ impl Runtime {
         let outputs = self
             .calls
             .get_mut(call)?
-            .run(&self.context, &fed, &self.status)?;
+            .run(self.context.shared(), &fed, &self.status)?;
         self.scratch.outputs.extend(outputs);
         io::write_outputs(self, io)
     }
@@ -116,10 +116,10 @@ impl Runtime {
             self.settle_in_background(plans, id)?;
             fed.push(self.tensors.job_input(id, &self.status)?);
         }
-        let work = self
-            .calls
-            .get_mut(call)?
-            .background_work(fed, &self.status)?;
+        let work =
+            self.calls
+                .get_mut(call)?
+                .background_work(self.context.shared(), fed, &self.status)?;
         self.executor.submit(work)
     }
 }

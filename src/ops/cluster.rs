@@ -36,13 +36,15 @@ impl Runtime {
     }
 
     /// Places every eager op from now on on `device` (`None`: TF places them), once the
-    /// deferred run in progress has run where its ops were issued.
+    /// deferred run in progress has run where its ops were issued. Executor jobs in flight go
+    /// on: each has its place already (a call graph placed in a scope keeps its device), so a
+    /// remote call leaves `withDevice` without waiting for its answer.
     pub fn set_device_scope(
         &mut self,
         plans: &[PreparedOp],
         device: Option<CString>,
     ) -> Result<()> {
-        self.finish_all_work(plans)?;
+        self.end_deferred_run(plans)?;
         self.context.set_device_scope(device);
         Ok(())
     }

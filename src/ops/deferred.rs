@@ -82,6 +82,11 @@ impl Runtime {
         settle(self, plans, id, in_background)
     }
 
+    /// Runs the deferred run in progress, where its ops were issued (jobs queued go on).
+    pub fn end_deferred_run(&mut self, plans: &[PreparedOp]) -> Result<()> {
+        end_run(self, plans, false)
+    }
+
     /// Runs every deferred op and executor job now, so that each tensor is computed and no
     /// job is left running (before the context is reconfigured under them).
     pub fn finish_all_work(&mut self, plans: &[PreparedOp]) -> Result<()> {

@@ -27,6 +27,24 @@ pub struct Context {
     cluster_role: Option<ClusterRole>,
 }
 
+/// The context as ops take it, from any thread: TF's eager context is thread-safe. Only the
+/// runtime's executor thread holds one apart from the `Context`, and the runtime joins that
+/// thread before it drops the context.
+#[derive(Clone, Copy)]
+pub struct SharedContext(NonNull<sys::TFE_Context>);
+
+// SAFETY: TFE_Context is thread-safe (TF locks its own state); the pointer stays valid while the
+// `Context` lives, which outlives every job that holds a copy (see above).
+unsafe impl Send for SharedContext {}
+// SAFETY: as above.
+unsafe impl Sync for SharedContext {}
+
+impl SharedContext {
+    pub(super) fn raw(self) -> *mut sys::TFE_Context {
+        self.0.as_ptr()
+    }
+}
+
 /// TF gives a context either clusters to be the client of (`set_server_def`, again and again) or
 /// one collective group to be a worker of (`enable_collective_ops`, once: TF CHECK-fails on some
 /// later calls), never both.
@@ -81,6 +99,11 @@ impl Context {
 
     pub(super) fn raw(&self) -> *mut sys::TFE_Context {
         self.raw.as_ptr()
+    }
+
+    /// The context for ops made on other threads (an executor job's).
+    pub fn shared(&self) -> SharedContext {
+        SharedContext(self.raw)
     }
 
     pub fn device_scope(&self) -> Option<&CStr> {

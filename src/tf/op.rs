@@ -6,7 +6,7 @@ use std::ptr::NonNull;
 
 use tensorflow_sys as sys;
 
-use super::context::Context;
+use super::context::SharedContext;
 use super::extern_decls::{
     TFE_InferShapes, TFE_OpReset, TF_DeleteShapeAndTypeList, TF_NewShapeAndTypeList,
     TF_ShapeAndTypeListSetShape,
@@ -28,7 +28,7 @@ pub struct AttrKind {
 }
 
 impl Op {
-    pub fn new(context: &Context, name: &CStr, status: &Status) -> Result<Op> {
+    pub fn new(context: SharedContext, name: &CStr, status: &Status) -> Result<Op> {
         // SAFETY: the context is live and the name a valid C string.
         let raw = unsafe { sys::TFE_NewOp(context.raw(), name.as_ptr(), status.raw()) };
         status.check()?;
