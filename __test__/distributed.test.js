@@ -16,6 +16,7 @@ const {spawn} = require('child_process');
 const tf = require('..');
 const {trainingSetup} = require('./support/cluster_model');
 const {freePorts} = require('../js/node/distributed');
+const {delayedWorkers} = require('../scripts/netns');
 
 // gRPC sends through http(s)_proxy when one is set (CI machines may set one); the tasks here are
 // all on this machine. Child processes inherit it.
@@ -442,4 +443,69 @@ test('a cluster\'s client cannot also join a collective group', async () => {
   await assert.rejects(
       tf.node.distributed.join({cluster: {worker: ['127.0.0.1:2222']}, taskIndex: 0}),
       /cluster's client/);
+});
+
+/**
+ * The delay each way between this process and a worker in the delayed-network test: large
+ * against this machine's own latencies (well under 1 ms on loopback), so that a call's time over
+ * the round trip time counts its round trips.
+ */
+const DELAY_MS = 25;
+
+test('over a network with delay: a remote predict is two round trips, the JS thread serves ' +
+     'meanwhile, a worker killed during a call is an Error and the other goes on', async (t) => {
+  const ports = await freePorts(3);
+  const net = await delayedWorkers({workers: 2, delayMs: DELAY_MS, ports: ports.slice(0, 2)});
+  if (net.skip !== undefined) {
+    t.skip(net.skip);
+    return;
+  }
+  try {
+    const cluster = {worker: net.addresses};
+    const started = await Promise.all([0, 1].map((i) => {
+      const [command, args] = net.command(i, [process.execPath, TASK, 'server',
+        JSON.stringify(cluster), String(i)]);
+      return startChild(command, args);
+    }));
+    await tf.node.connectToCluster(cluster, {timeoutMs: 20000,
+      address: `${net.clientHost}:${ports[2]}`});
+    const model = tf.sequential({layers: [
+      tf.layers.dense({inputShape: [8], units: 16, activation: 'relu'}),
+      tf.layers.dense({units: 16, activation: 'relu'}),
+      tf.layers.dense({units: 4})]});
+    const x = tf.tensor2d(Float32Array.from({length: 32}, (_, i) => Math.cos(i)), [4, 8]);
+    const expected = model.predict(x).dataSync();
+    const roundTrips = [];
+    for (let call = 0; call < 6; call++) {
+      const start = performance.now();
+      const y = tf.node.withDevice(worker(0), () => model.predict(x));
+      let ticks = 0;
+      const timer = setInterval(() => ticks++, 1);
+      const values = await y.data();
+      clearInterval(timer);
+      roundTrips.push((performance.now() - start) / (2 * DELAY_MS));
+      close(values, expected, 1e-5, `call ${call}`);
+      // The graph's calls (from the second on) run as jobs: timers fire while one is away.
+      if (call >= 2) assert.ok(ticks > 0, `call ${call}: the JS thread served no timer`);
+    }
+    // Not a timing assert: with the delay this large, time / round trip time is the count of
+    // round trips (TF sends the call without waiting, then a read of its output waits for the
+    // answer and asks for the value), bounded generously on both sides.
+    const median = roundTrips.slice(2).sort((a, b) => a - b)[2];
+    assert.ok(median > 1.5 && median < 2.9, `round trips per call: ${roundTrips.join(', ')}`);
+
+    // A worker killed while a call is on its way to it: the call's read is an Error.
+    for (let call = 0; call < 2; call++) {
+      tf.node.withDevice(worker(1), () => model.predict(x)).dispose();
+    }
+    const killedAt = Date.now();
+    const lost = tf.node.withDevice(worker(1), () => model.predict(x));
+    started[1].child.kill('SIGKILL');
+    await assert.rejects(lost.data(), (e) => e instanceof Error && e.message.length > 0);
+    assert.ok(Date.now() - killedAt < START_MS, `took ${Date.now() - killedAt} ms`);
+    const after = tf.node.withDevice(worker(0), () => model.predict(x));
+    close(await after.data(), expected, 1e-5, 'worker 0 after worker 1 died');
+  } finally {
+    net.close();
+  }
 });

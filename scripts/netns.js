@@ -12,8 +12,8 @@
 //
 //   node scripts/netns.js relay <listenHost> <port> <targetHost> <delayMs>   (used below)
 //
-// Needs root (or CAP_NET_ADMIN) for `ip netns add`; `delayedWorkers` returns null with the
-// reason where that is refused, and callers skip.
+// Needs root (or CAP_NET_ADMIN) for `ip netns add`; `delayedWorkers` says why where that is
+// refused, and callers skip.
 
 const net = require('net');
 const {execFileSync, spawn} = require('child_process');
@@ -28,11 +28,11 @@ function ip(...args) {
 
 /**
  * Namespaces for `workers` workers, reached from here through relays adding `delayMs` each
- * way; null with `reason` set on the function's result holder when namespaces cannot be made.
- * Returns `{addresses, clientAddress, command(i, argv), close()}`: `addresses[i]` is worker i's
- * `host:port` as every task must name it (the relay's), `clientAddress` an address of this
- * namespace that the workers reach, `command(i, argv)` the argv that runs `argv` in worker i's
- * namespace, and `close()` removes it all (also done at exit).
+ * way, worker i's server on `ports[i]`. Returns `{skip}` (why) where namespaces cannot be
+ * made, else `{addresses, clientHost, command(i, argv), close()}`: `addresses[i]` is worker i's
+ * `host:port` as every task must name it (its relay's), `clientHost` an address of this
+ * namespace that the workers reach, `command(i, argv)` the `[command, args]` that runs `argv`
+ * in worker i's namespace, and `close()` removes it all (also done at exit).
  */
 async function delayedWorkers({workers, delayMs, ports}) {
   // A /24 per worker, in a 10.x range that differs per process, so that two runs coexist.
