@@ -273,6 +273,13 @@ test('Node worker processes run ops and models placed on them', async (t) => {
 
   await t.test('a worker that dies: its ops fail, the others go on, reconnecting works',
                async () => {
+    // A whole call compiled on this cluster, used again on the next one.
+    const triple = tf.node.function((a) => tf.mul(a, 3));
+    const a = tf.tensor1d([1, -2]);
+    for (let call = 0; call < 3; call++) {
+      assert.deepStrictEqual(Array.from(tf.node.withDevice(worker(0), () => triple(a)).dataSync()),
+                             [3, -6]);
+    }
     second.child.kill('SIGKILL');
     await new Promise((resolve) => second.child.once('exit', resolve));
     const start = Date.now();
@@ -303,6 +310,11 @@ test('Node worker processes run ops and models placed on them', async (t) => {
     // The copy cached on the old cluster is not used on the new one (it named another tensor).
     const again = tf.node.withDevice(worker(0), () => tf.mul(mirrored, tf.tensor1d([10, 10])));
     assert.deepStrictEqual(Array.from(again.dataSync()), [50, 60]);
+    // Its graph is compiled anew for the new cluster, whose workers have not seen it.
+    for (let call = 0; call < 3; call++) {
+      assert.deepStrictEqual(Array.from(tf.node.withDevice(worker(0), () => triple(a)).dataSync()),
+                             [3, -6]);
+    }
   });
 });
 

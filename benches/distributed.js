@@ -34,9 +34,13 @@ async function freeAddresses(count) {
   return (await freePorts(count)).map((p) => `127.0.0.1:${p}`);
 }
 
-/** Runs this file as a task (`--task ...`); resolves with the first line starting with `word`. */
-function task(args, word) {
-  const child = spawn(process.execPath, [__filename, '--task', ...args],
+/**
+ * Runs this file as a task (`--task ...`); resolves with the first line starting with `word`.
+ * `wrap(argv)`, when given, is the `[command, args]` that runs argv (in a network namespace).
+ */
+function task(args, word, wrap = (argv) => [argv[0], argv.slice(1)]) {
+  const [command, commandArgs] = wrap([process.execPath, __filename, '--task', ...args]);
+  const child = spawn(command, commandArgs,
                       {stdio: ['pipe', 'pipe', 'pipe'],
                        env: {...process.env, TF_CPP_MIN_LOG_LEVEL: '2'}});
   let stderr = '';
@@ -110,11 +114,17 @@ async function roundTrips(quick) {
 
 const TRAIN = {samples: 4096, batchSize: 256, epochs: 3};
 
-async function training(workers, quick) {
-  const addresses = await freeAddresses(workers);
+/**
+ * Data-parallel fit in `workers` processes; `network` (scripts/netns.js), when given, puts
+ * them behind its relays, its `addresses` theirs.
+ */
+async function training(workers, quick, network = null) {
+  const addresses = network === null ? await freeAddresses(workers) : network.addresses;
   const cluster = JSON.stringify({worker: addresses});
   const epochs = quick ? 1 : TRAIN.epochs;
-  const tasks = addresses.map((_, i) => task(['fit', cluster, String(i), String(epochs)], 'ms'));
+  const tasks = addresses.map((_, i) => task(['fit', cluster, String(i), String(epochs)], 'ms',
+                                             network === null ? undefined :
+                                               (argv) => network.command(i, argv)));
   try {
     const ms = (await Promise.all(tasks.map((t) => t.answer))).map(Number);
     const slowest = Math.max(...ms);
@@ -173,4 +183,6 @@ if (require.main === module) {
   });
 }
 
-module.exports = {measure, path: path.resolve(__filename)};
+module.exports = {measure, path: path.resolve(__filename),
+  // for benches/remote_calls.js
+  task, training, denseModel, median, WORKER, TRAIN};

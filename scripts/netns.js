@@ -18,6 +18,9 @@
 const net = require('net');
 const {execFileSync, spawn} = require('child_process');
 
+/** `delayedWorkers` calls so far in this process. */
+let calls = 0;
+
 /** Below this many ms left, a relay waits by turns of the event loop, not a timer (1 ms steps). */
 const TIMER_FLOOR_MS = 2;
 
@@ -35,9 +38,11 @@ function ip(...args) {
  * in worker i's namespace, and `close()` removes it all (also done at exit).
  */
 async function delayedWorkers({workers, delayMs, ports}) {
-  // A /24 per worker, in a 10.x range that differs per process, so that two runs coexist.
-  const base = `10.${100 + (process.pid % 150)}`;
-  const prefix = `tjr${process.pid % 100000}`;
+  // A /24 per worker, in a 10.x range that differs per process, and names that differ per
+  // call: a worker killed just before may still hold the last call's namespace for a moment.
+  const call = calls++;
+  const net = (i) => `10.${100 + (process.pid % 150)}.${(call % 16) * 16 + i + 1}`;
+  const prefix = `tjr${process.pid % 10000}c${call % 16}`;
   const made = [];
   const relays = [];
   const close = () => {
@@ -60,13 +65,13 @@ async function delayedWorkers({workers, delayMs, ports}) {
       ip('netns', 'add', ns);
       made.push(ns);
       ip('link', 'add', outside, 'type', 'veth', 'peer', 'name', inside, 'netns', ns);
-      ip('addr', 'add', `${base}.${i + 1}.1/24`, 'dev', outside);
+      ip('addr', 'add', `${net(i)}.1/24`, 'dev', outside);
       ip('link', 'set', outside, 'up');
-      ip('-n', ns, 'addr', 'add', `${base}.${i + 1}.2/24`, 'dev', inside);
+      ip('-n', ns, 'addr', 'add', `${net(i)}.2/24`, 'dev', inside);
       ip('-n', ns, 'link', 'set', inside, 'up');
       ip('-n', ns, 'link', 'set', 'lo', 'up');
       // Other workers' relays listen on this namespace's peers' addresses: all via here.
-      ip('-n', ns, 'route', 'add', 'default', 'via', `${base}.${i + 1}.1`);
+      ip('-n', ns, 'route', 'add', 'default', 'via', `${net(i)}.1`);
     }
   } catch (e) {
     close();
@@ -74,9 +79,9 @@ async function delayedWorkers({workers, delayMs, ports}) {
   }
   const addresses = [];
   for (let i = 0; i < workers; i++) {
-    const host = `${base}.${i + 1}.1`;
+    const host = `${net(i)}.1`;
     const relay = spawn(process.execPath, [__filename, 'relay', host, String(ports[i]),
-      `${base}.${i + 1}.2`, String(delayMs)], {stdio: ['ignore', 'pipe', 'inherit']});
+      `${net(i)}.2`, String(delayMs)], {stdio: ['ignore', 'pipe', 'inherit']});
     relays.push(relay);
     await new Promise((resolve, reject) => {
       relay.stdout.once('data', resolve);
@@ -86,7 +91,7 @@ async function delayedWorkers({workers, delayMs, ports}) {
   }
   return {
     addresses,
-    clientHost: `${base}.1.1`,
+    clientHost: `${net(0)}.1`,
     command: (i, argv) => ['ip', ['netns', 'exec', `${prefix}n${i}`, ...argv]],
     close,
   };
@@ -122,22 +127,44 @@ function delayInto(from, to, delayMs) {
   });
 }
 
-/** The relay process: listens on listenHost:port, connects each client to targetHost:port. */
+/** How long a relay keeps trying a target that refuses (a server still starting). */
+const TARGET_RETRY_MS = 20000;
+
+/**
+ * The relay process: listens on listenHost:port, connects each client to targetHost:port. A
+ * target still starting is retried, as a client would retry it directly: a relay's connection
+ * accepted and then closed would be an error of the stream, not a refusal.
+ */
 function relay(listenHost, port, targetHost, delayMs) {
   const server = net.createServer((client) => {
     client.setNoDelay(true);
-    const target = net.connect(Number(port), targetHost);
-    target.setNoDelay(true);
-    delayInto(client, target, delayMs);
-    delayInto(target, client, delayMs);
-    const both = () => {
-      client.destroy();
-      target.destroy();
+    client.pause();
+    const giveUp = Date.now() + TARGET_RETRY_MS;
+    const connect = () => {
+      const target = net.connect(Number(port), targetHost);
+      target.once('error', () => {
+        target.destroy();
+        if (Date.now() < giveUp && !client.destroyed) setTimeout(connect, 50);
+        else client.destroy();
+      });
+      target.once('connect', () => {
+        target.removeAllListeners('error');
+        target.setNoDelay(true);
+        delayInto(client, target, delayMs);
+        delayInto(target, client, delayMs);
+        client.resume();
+        const both = () => {
+          client.destroy();
+          target.destroy();
+        };
+        client.on('error', both);
+        target.on('error', both);
+        client.on('close', both);
+        target.on('close', both);
+      });
     };
-    client.on('error', both);
-    target.on('error', both);
-    client.on('close', both);
-    target.on('close', both);
+    client.on('error', () => client.destroy());
+    connect();
   });
   server.listen(Number(port), listenHost, () => process.stdout.write('listening\n'));
 }

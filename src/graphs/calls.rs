@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 use std::ffi::{CStr, CString};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::compiled::{CompiledGraph, Feed};
@@ -22,8 +23,8 @@ use crate::tf::status::Status;
 /// Call graphs alive at once; past it, compiling fails and calls stay eager.
 const MAX_CALL_GRAPHS: usize = 4096;
 
-/// The name of a call graph registered as a TF function, before TF's hash of its body.
-const FUNCTION_PREFIX: &CStr = c"tfjs_node_rs_call";
+/// Call graphs registered as TF functions so far in this process, which numbers their names.
+static FUNCTIONS: AtomicU64 = AtomicU64::new(0);
 
 /// A call graph compiled inside a device scope (`tf.node.withDevice`), which runs as one eager
 /// call of its TF function on that device: on a remote worker, one request per call, where op
@@ -32,6 +33,16 @@ struct Placed {
     function: CString,
     device: CString,
     outputs: usize,
+    context: SharedContext,
+}
+
+impl Drop for Placed {
+    fn drop(&mut self) {
+        // The graph is gone: its function goes from the context's library too. No call of it
+        // runs now (each holds this). An error here (the name already gone) leaves nothing to
+        // undo.
+        let _ = self.context.remove_function(&self.function, &Status::new());
+    }
 }
 
 impl Placed {
@@ -165,12 +176,16 @@ impl CallGraph {
         let placed = match device {
             None => None,
             Some(device) => {
-                let function = graph.to_function(FUNCTION_PREFIX, status)?;
+                let number = FUNCTIONS.fetch_add(1, Ordering::Relaxed);
+                let name = CString::new(format!("tfjs_node_rs_call_{number}"))
+                    .map_err(|e| Error::Invalid(e.to_string()))?;
+                let function = graph.to_function(&name, status)?;
                 context.add_function(&function, status)?;
                 Some(Arc::new(Placed {
-                    function: function.name(),
+                    function: name,
                     device: device.to_owned(),
                     outputs: graph.fetch_count(),
+                    context: context.shared(),
                 }))
             }
         };

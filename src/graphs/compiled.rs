@@ -162,12 +162,12 @@ impl CompiledGraph {
         })
     }
 
-    /// The graph as a TF function named after `prefix` (and a hash of its body), its
-    /// placeholders the arguments and its fetches the results, for a call on another device.
-    pub fn to_function(&self, prefix: &CStr, status: &Status) -> Result<Function> {
+    /// The graph as a TF function named `name`, its placeholders the arguments and its
+    /// fetches the results, for a call on another device.
+    pub fn to_function(&self, name: &CStr, status: &Status) -> Result<Function> {
         Function::from_graph(
             self.session.graph(),
-            prefix,
+            name,
             &self.placeholders,
             &self.fetches,
             status,

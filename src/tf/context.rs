@@ -43,6 +43,13 @@ impl SharedContext {
     pub(super) fn raw(self) -> *mut sys::TFE_Context {
         self.0.as_ptr()
     }
+
+    /// Forgets the function `name` (`Context::add_function`).
+    pub fn remove_function(self, name: &CStr, status: &Status) -> Result<()> {
+        // SAFETY: the context is live (see the type) and the name a valid C string.
+        unsafe { sys::TFE_ContextRemoveFunction(self.raw(), name.as_ptr(), status.raw()) };
+        status.check()
+    }
 }
 
 /// TF gives a context either clusters to be the client of (`set_server_def`, again and again) or
@@ -114,8 +121,9 @@ impl Context {
         self.device_scope = device;
     }
 
-    /// Registers `function` so that eager ops of its name call it; a remote task gets it when an
-    /// op first runs it there.
+    /// Registers `function` so that eager ops of its name call it, on the cluster's tasks too.
+    /// A name registered before is not sent again, not even to the tasks of a cluster connected
+    /// since (measured: their calls failed with NOT_FOUND), so each function needs a new name.
     pub fn add_function(&self, function: &Function, status: &Status) -> Result<()> {
         // SAFETY: context and function are live; TF copies the function's definition.
         unsafe { sys::TFE_ContextAddFunction(self.raw(), function.raw(), status.raw()) };

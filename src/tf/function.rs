@@ -1,7 +1,7 @@
 //! `TF_Function`: a graph as a TF function, which an eager op of the function's name runs as
 //! one call on any device of the context, remote ones included.
 
-use std::ffi::{CStr, CString};
+use std::ffi::CStr;
 use std::os::raw::c_int;
 use std::ptr::NonNull;
 
@@ -15,11 +15,10 @@ pub struct Function(NonNull<sys::TF_Function>);
 
 impl Function {
     /// The function of all of `graph`'s nodes taking `inputs` (placeholders, which become its
-    /// arguments) and returning `outputs`, named `prefix` and a hash of its body: equal graphs
-    /// give one name, so that registering one again is a no-op for TF.
+    /// arguments) and returning `outputs`, named `name`.
     pub fn from_graph(
         graph: &Graph,
-        prefix: &CStr,
+        name: &CStr,
         inputs: &[NodeOutput],
         outputs: &[NodeOutput],
         status: &Status,
@@ -35,8 +34,8 @@ impl Function {
         let raw = unsafe {
             sys::TF_GraphToFunction(
                 graph.raw(),
-                prefix.as_ptr(),
-                1,
+                name.as_ptr(),
+                0,
                 -1,
                 std::ptr::null(),
                 count(inputs.len())?,
@@ -53,12 +52,6 @@ impl Function {
         NonNull::new(raw)
             .map(Function)
             .ok_or_else(|| Error::Invalid("TF_GraphToFunction returned no function".into()))
-    }
-
-    /// The name an eager op calls the function by.
-    pub fn name(&self) -> CString {
-        // SAFETY: the function is live; TF returns its own NUL-terminated name, copied here.
-        unsafe { CStr::from_ptr(sys::TF_FunctionName(self.0.as_ptr())) }.to_owned()
     }
 
     pub(super) fn raw(&self) -> *mut sys::TF_Function {
