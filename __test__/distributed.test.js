@@ -465,7 +465,7 @@ test('a cluster\'s client cannot also join a collective group', async () => {
 const DELAY_MS = 25;
 
 test('over a network with delay: a remote predict is two round trips, the JS thread serves ' +
-     'meanwhile, a worker killed during a call is an Error and the other goes on', async (t) => {
+     'meanwhile, calls overlap, a worker killed during a call is an Error and the other goes on', async (t) => {
   const ports = await freePorts(3);
   const net = await delayedWorkers({workers: 2, delayMs: DELAY_MS, ports: ports.slice(0, 2)});
   if (net.skip !== undefined) {
@@ -505,6 +505,16 @@ test('over a network with delay: a remote predict is two round trips, the JS thr
     // answer and asks for the value), bounded generously on both sides.
     const median = roundTrips.slice(2).sort((a, b) => a - b)[2];
     assert.ok(median > 1.5 && median < 2.9, `round trips per call: ${roundTrips.join(', ')}`);
+
+    // Four calls at once are in flight together, each on a thread of its own: they take the
+    // round trips of about one (counted as above), where one after another would take 8.
+    const start = performance.now();
+    const calls = [0, 1, 2, 3].map(() => tf.node.withDevice(worker(0), () => model.predict(x)));
+    for (const values of await Promise.all(calls.map((y) => y.data()))) {
+      close(values, expected, 1e-5, 'a call of four at once');
+    }
+    const together = (performance.now() - start) / (2 * DELAY_MS);
+    assert.ok(together < 5, `four calls at once: ${together} round trips`);
 
     // A worker killed while a call is on its way to it: the call's read is an Error.
     for (let call = 0; call < 2; call++) {

@@ -729,8 +729,9 @@ function markdown(results) {
     const t = distributedTable(results);
     lines.push('## Beyond one machine', '', `${t.title}:`, '', mdTable(t.header, t.rows), '',
                `${t.trainTitle}:`, '', mdTable(t.trainHeader, t.trainRows), '',
-               'Each remote op is one gRPC round trip (TF\'s eager ops run one at a time), so a ' +
-               'remote predict costs about a round trip per layer op. With 2 cores the two ' +
+               'Each remote op is one gRPC request, which TF sends without waiting for the one ' +
+               'before; the remote predict above ran op by op (inside withDevice, a whole call ' +
+               'is one request now: benches/remote_calls.js). With 2 cores the two ' +
                'workers share them and add an all-reduce per gradient each step: a second ' +
                'worker cannot show a speed-up here; it needs cores (or machines) of its own.',
                '');

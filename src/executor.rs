@@ -18,6 +18,9 @@
 //! Jobs wait for the jobs whose outputs they take, which always come before them, so nothing
 //! waits on itself. One thread, not a pool: TF's kernels already spread one run over the
 //! machine's cores (intra-op threads), and one queue keeps the order in which JS issued work.
+//! Calls of whole calls on another machine's device are the exception (`submit_apart`): they
+//! wait for the network, not for cores, so each runs on a thread of its own, up to
+//! `MAX_APART` at once, and a server's calls overlap; their inputs' jobs still come first.
 
 use std::cell::Cell;
 use std::collections::{HashMap, VecDeque};
@@ -247,7 +250,14 @@ struct Queue {
     stopping: bool,
     /// The thread is running a job or a set-up.
     running: bool,
+    /// Jobs running on threads of their own (`submit_apart`).
+    apart: usize,
 }
+
+/// Jobs on threads of their own at once at most (`Executor::submit_apart`); past it, they queue.
+/// Each is one call in flight on a remote device: 16 keep a worker a round trip away busy
+/// (measured: a call is two round trips plus its compute) without a thread per request.
+const MAX_APART: usize = 16;
 
 /// The queue, the condvar that wakes the thread for it (and `wait_idle` when a job is done), and
 /// whether the program has called an op or queued a job: from then on, set-ups not started are
@@ -327,6 +337,51 @@ impl Executor {
         Ok(())
     }
 
+    /// Runs `work` on a thread of its own, or queues it when `MAX_APART` jobs run so (work
+    /// that waits for another machine: see the module's comment); returns its job.
+    pub fn submit_apart(&mut self, work: Work) -> Result<Arc<Job>> {
+        {
+            let mut queue = self.queue.queue.lock().unwrap_or_else(|p| p.into_inner());
+            if queue.apart >= MAX_APART || queue.stopping {
+                drop(queue);
+                return self.submit(work);
+            }
+            queue.apart += 1;
+        }
+        self.note_work();
+        let job = self.new_job(work);
+        let running = job.clone();
+        let shared = self.queue.clone();
+        let finished = move |shared: &Shared| {
+            shared.queue.lock().unwrap_or_else(|p| p.into_inner()).apart -= 1;
+            shared.changed.notify_all();
+        };
+        let spawned = std::thread::Builder::new()
+            .name("tfjs-node-rs call".into())
+            .spawn(move || {
+                running.run_if_queued(&Status::new());
+                finished(&shared);
+            });
+        if let Err(e) = spawned {
+            // The closure (and its count) went with the failed spawn: count it back here.
+            let mut queue = self.queue.queue.lock().unwrap_or_else(|p| p.into_inner());
+            queue.apart -= 1;
+            return Err(Error::Invalid(format!("cannot start a call's thread: {e}")));
+        }
+        self.jobs_made += 1;
+        Ok(job)
+    }
+
+    fn new_job(&self, work: Work) -> Arc<Job> {
+        Arc::new(Job {
+            on_executor: work.on_executor,
+            state: Mutex::new(JobState::Queued(work)),
+            finished: Condvar::new(),
+            completions: self.completions.clone(),
+            claims: Mutex::default(),
+        })
+    }
+
     /// The program calls an op: set-ups not started yet are dropped (`set_up`).
     pub fn note_work(&self) {
         let working = &self.queue.working;
@@ -339,13 +394,7 @@ impl Executor {
         self.start_thread()?;
         self.note_work();
         let on_executor = work.on_executor;
-        let job = Arc::new(Job {
-            on_executor,
-            state: Mutex::new(JobState::Queued(work)),
-            finished: Condvar::new(),
-            completions: self.completions.clone(),
-            claims: Mutex::default(),
-        });
+        let job = self.new_job(work);
         let Shared { queue, changed, .. } = &*self.queue;
         let waiting = {
             let mut queue = queue.lock().unwrap_or_else(|p| p.into_inner());
@@ -390,8 +439,8 @@ impl Executor {
             .ok_or_else(|| unknown_ticket(ticket))
     }
 
-    /// Waits until the queued jobs and the one in progress are done: nothing runs after this
-    /// returns until the next `submit` (before the context changes under the jobs).
+    /// Waits until the queued jobs and those in progress (apart too) are done: nothing runs
+    /// after this returns until the next `submit` (before the context changes under the jobs).
     pub fn wait_idle(&self) {
         let Shared { queue, changed, .. } = &*self.queue;
         self.start();
@@ -399,7 +448,7 @@ impl Executor {
         guard.set_ups.clear();
         drop(
             changed
-                .wait_while(guard, |q| q.running || !q.jobs.is_empty())
+                .wait_while(guard, |q| q.running || !q.jobs.is_empty() || q.apart > 0)
                 .unwrap_or_else(|p| p.into_inner()),
         );
     }
@@ -431,6 +480,14 @@ impl Executor {
             // A job's panic was already reported by the thread; nothing is left to clean up.
             let _ = thread.join();
         }
+        // Calls in flight apart hold the context, which goes after this: they end first.
+        drop(
+            ready
+                .wait_while(queue.lock().unwrap_or_else(|p| p.into_inner()), |q| {
+                    q.apart > 0
+                })
+                .unwrap_or_else(|p| p.into_inner()),
+        );
         if let Some(wakeup) = self.completions.lock_wakeup().take() {
             wakeup.close();
         }

@@ -116,10 +116,13 @@ impl Runtime {
             self.settle_in_background(plans, id)?;
             fed.push(self.tensors.job_input(id, &self.status)?);
         }
-        let work =
-            self.calls
-                .get_mut(call)?
-                .background_work(self.context.shared(), fed, &self.status)?;
-        self.executor.submit(work)
+        let graph = self.calls.get_mut(call)?;
+        let work = graph.background_work(self.context.shared(), fed, &self.status)?;
+        // A call on a device of a device scope waits for the network: apart, not in the queue.
+        if graph.is_placed() {
+            self.executor.submit_apart(work)
+        } else {
+            self.executor.submit(work)
+        }
     }
 }
