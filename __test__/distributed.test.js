@@ -260,6 +260,43 @@ test('Node worker processes run ops and models placed on them', async (t) => {
     }
   });
 
+  await t.test('a GraphModel executes remotely as a whole-call graph, equal to the file made ' +
+               'by TF', async () => {
+    const dir = path.join(__dirname, 'fixtures', 'model_io', 'graph_model');
+    const want = require(path.join(dir, 'expected.json'));
+    const model = await tf.loadGraphModel(tf.io.fileSystem(path.join(dir, 'model.json')));
+    const x = tf.tensor(want.inputs.x.values, want.inputs.x.shape);
+    const replays = tf.node.callGraphStats().replays;
+    for (let call = 0; call < 4; call++) {
+      const y = tf.node.withDevice(worker(1), () => model.execute(x));
+      close(await y.data(), want.outputs.y.values, 1e-6, `call ${call}`);
+    }
+    assert.ok(tf.node.callGraphStats().replays - replays >= 2, 'graph replays');
+  });
+
+  await t.test('an error of a remote call is TF\'s Error at the call, as locally', () => {
+    const params = tf.tensor1d([10, 20, 30]);
+    const f = tf.node.function((i) => tf.gather(params, i));
+    const replays = tf.node.callGraphStats().replays;
+    for (let call = 0; call < 4; call++) {
+      const y = tf.node.withDevice(worker(1), () => f(tf.tensor1d([2, 0], 'int32')));
+      assert.deepStrictEqual(Array.from(y.dataSync()), [30, 10]);
+    }
+    assert.ok(tf.node.callGraphStats().replays - replays >= 1, 'graph replays');
+    const local = (() => {
+      try {
+        f(tf.tensor1d([5, 0], 'int32')).dataSync();
+      } catch (e) {
+        return e;
+      }
+      return null;
+    })();
+    assert.ok(local instanceof Error, 'the local call fails');
+    assert.throws(() => tf.node.withDevice(worker(1), () => f(tf.tensor1d([5, 0], 'int32'))),
+                  (e) => e instanceof Error && e.code === local.code &&
+                      /5 is not in \[0, 3\)/.test(e.message));
+  });
+
   await t.test('a tf.node.function runs remotely as one call', () => {
     const w = tf.tensor2d([[1, -2], [3, 4]]);
     const f = tf.node.function((a) => tf.relu(tf.matMul(a, w)));
