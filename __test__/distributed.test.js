@@ -297,6 +297,35 @@ test('Node worker processes run ops and models placed on them', async (t) => {
                       /5 is not in \[0, 3\)/.test(e.message));
   });
 
+  await t.test('a training step in a tf.node.function runs remotely as one call, its ' +
+               'variable updated as on the cpu backend', async () => {
+    const train = () => {
+      const w = tf.variable(tf.tensor2d([[0.5], [-0.5]]));
+      const optimizer = tf.train.sgd(0.01);
+      const x = tf.tensor2d([[1, 2], [3, 4], [5, 6]]);
+      const y = tf.tensor2d([[1], [2], [3]]);
+      const step = tf.node.function((a, b) => optimizer.minimize(
+          () => tf.losses.meanSquaredError(b, tf.matMul(a, w)), true));
+      const losses = [];
+      for (let call = 0; call < 5; call++) {
+        const place = tf.getBackend() === 'tensorflow' ? tf.node.withDevice : (_, fn) => fn();
+        losses.push(place(worker(0), () => step(x, y)).dataSync()[0]);
+      }
+      return [...losses, ...w.dataSync()];
+    };
+    const replays = tf.node.callGraphStats().replays;
+    const remote = train();
+    assert.ok(tf.node.callGraphStats().replays - replays >= 2, 'graph replays');
+    await tf.setBackend('cpu');
+    let onCpu;
+    try {
+      onCpu = train();
+    } finally {
+      await tf.setBackend('tensorflow');
+    }
+    close(remote, onCpu, 1e-5, 'losses, then weights');
+  });
+
   await t.test('a tf.node.function runs remotely as one call', () => {
     const w = tf.tensor2d([[1, -2], [3, 4]]);
     const f = tf.node.function((a) => tf.relu(tf.matMul(a, w)));
