@@ -33,6 +33,9 @@ struct Placed {
     function: CString,
     device: CString,
     outputs: usize,
+    /// The device is another task's: outputs come back in the call, and a call waits for the
+    /// network (`Executor::submit_apart`). A local device (a GPU) keeps its outputs.
+    remote: bool,
     context: SharedContext,
 }
 
@@ -46,26 +49,24 @@ impl Drop for Placed {
 }
 
 impl Placed {
-    /// Calls the function on `inputs` (the fed tensors, then the fixed ones) and brings its
-    /// outputs here. TF sends a call to a remote device without waiting for it; reading an
+    /// Calls the function on `inputs` (the fed tensors, then the fixed ones) and, from a remote
+    /// device, brings its outputs here. TF sends a call to a remote device without waiting for it; reading an
     /// output waits for its answer, then asks for the value: two round trips (measured: as
     /// many as op by op, which TF pipelines too, but one request instead of one per op, and
     /// none of them on the JS thread when the call is a job). Inputs already
     /// on the device (TF keeps its copy of a handle sent before, such as a weight's) are not
     /// sent again.
-    fn call(
-        &self,
-        context: SharedContext,
-        inputs: &[&TensorHandle],
-        status: &Status,
-    ) -> Result<Vec<TensorHandle>> {
-        let mut op = Op::new(context, &self.function, status)?;
+    fn call(&self, inputs: &[&TensorHandle], status: &Status) -> Result<Vec<TensorHandle>> {
+        let mut op = Op::new(self.context, &self.function, status)?;
         op.set_device(&self.device, status)?;
         for handle in inputs {
             op.add_input(handle, status)?;
         }
         let mut outputs = Vec::with_capacity(self.outputs);
         op.execute(&mut outputs, self.outputs, status)?;
+        if !self.remote {
+            return Ok(outputs);
+        }
         outputs
             .iter()
             .map(|output| TensorHandle::from_tensor(&output.resolve(status)?, status))
@@ -185,6 +186,7 @@ impl CallGraph {
                     function: name,
                     device: device.to_owned(),
                     outputs: graph.fetch_count(),
+                    remote: !context.is_local(&device.to_string_lossy()),
                     context: context.shared(),
                 }))
             }
@@ -222,6 +224,11 @@ impl CallGraph {
         self.placed.is_some()
     }
 
+    /// Whether the call runs on another task's device, waiting for the network.
+    pub fn is_remote(&self) -> bool {
+        self.placed.as_ref().is_some_and(|placed| placed.remote)
+    }
+
     /// The outputs' dtypes and dims when the call may run on the executor (`background_work`).
     pub fn background_outputs(&self) -> Option<&[TensorSpec]> {
         self.graph
@@ -232,12 +239,7 @@ impl CallGraph {
     /// The call as executor work on `fed` (a job's inputs, one per fed tensor). Any call may
     /// be work this way; only one whose outputs are known before it runs (`background_outputs`)
     /// may have its outputs read as pending tensors.
-    pub fn background_work(
-        &mut self,
-        context: SharedContext,
-        fed: Vec<Input>,
-        status: &Status,
-    ) -> Result<Work> {
+    pub fn background_work(&mut self, fed: Vec<Input>, status: &Status) -> Result<Work> {
         self.check_fed(fed.len())?;
         // The executor runs its jobs in order, so this one comes after any warm-up.
         self.warming = None;
@@ -259,7 +261,7 @@ impl CallGraph {
                 .map(|input| input.resolve(status))
                 .collect::<Result<Vec<_>>>()?;
             let inputs: Vec<&TensorHandle> = inputs.iter().collect();
-            placed.call(context, &inputs, status)
+            placed.call(&inputs, status)
         }))
     }
 
@@ -285,12 +287,7 @@ impl CallGraph {
     }
 
     /// Runs the call on the `fed` tensors; returns the fetched outputs.
-    pub fn run(
-        &mut self,
-        context: SharedContext,
-        fed: &[&TensorHandle],
-        status: &Status,
-    ) -> Result<Vec<TensorHandle>> {
+    pub fn run(&mut self, fed: &[&TensorHandle], status: &Status) -> Result<Vec<TensorHandle>> {
         self.check_fed(fed.len())?;
         if let Some(placed) = &self.placed {
             // The function's arguments are typed, not shaped: refuse what the graph would.
@@ -298,7 +295,7 @@ impl CallGraph {
                 self.graph.check_feed(k, handle, status)?;
             }
             let inputs: Vec<&TensorHandle> = fed.iter().copied().chain(&self.fixed).collect();
-            return placed.call(context, &inputs, status);
+            return placed.call(&inputs, status);
         }
         if let Some(job) = self.warming.take() {
             // Only waited for: an error of the warm-up is this run's too, and this run reports

@@ -78,10 +78,7 @@ impl Runtime {
             .iter()
             .map(|&id| self.tensors.handle(id))
             .collect::<Result<Vec<_>>>()?;
-        let outputs = self
-            .calls
-            .get_mut(call)?
-            .run(self.context.shared(), &fed, &self.status)?;
+        let outputs = self.calls.get_mut(call)?.run(&fed, &self.status)?;
         self.scratch.outputs.extend(outputs);
         io::write_outputs(self, io)
     }
@@ -117,9 +114,9 @@ impl Runtime {
             fed.push(self.tensors.job_input(id, &self.status)?);
         }
         let graph = self.calls.get_mut(call)?;
-        let work = graph.background_work(self.context.shared(), fed, &self.status)?;
-        // A call on a device of a device scope waits for the network: apart, not in the queue.
-        if graph.is_placed() {
+        let work = graph.background_work(fed, &self.status)?;
+        // A call on another task's device waits for the network: apart, not in the queue.
+        if graph.is_remote() {
             self.executor.submit_apart(work)
         } else {
             self.executor.submit(work)
