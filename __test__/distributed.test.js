@@ -121,6 +121,24 @@ test('arguments are checked before TF sees them', async () => {
                                                             shuffle: true}), TypeError);
 });
 
+test('withDevice on this process\'s CPU: a whole call runs there as one function, its ' +
+     'outputs staying there, equal to the call outside', () => {
+  const model = tf.sequential({layers: [
+    tf.layers.dense({inputShape: [3], units: 5, activation: 'relu',
+                     kernelInitializer: tf.initializers.glorotUniform({seed: 8})}),
+    tf.layers.dense({units: 2, kernelInitializer: tf.initializers.glorotUniform({seed: 9})})]});
+  const x = tf.tensor2d([[1, -2, 3], [0.5, 0, -1]]);
+  const expected = model.predict(x).dataSync();
+  const replays = tf.node.callGraphStats().replays;
+  const cpu = '/job:localhost/replica:0/task:0/device:CPU:0';
+  for (let call = 0; call < 4; call++) {
+    const y = tf.node.withDevice(cpu, () => model.predict(x));
+    assert.strictEqual(tf.node.deviceOf(y), cpu);
+    close(y.dataSync(), expected, 1e-6, `call ${call}`);
+  }
+  assert.ok(tf.node.callGraphStats().replays - replays >= 2, 'graph replays');
+});
+
 test('a port already taken is a JS error with TF\'s message', async () => {
   const holder = net.createServer();
   await new Promise((resolve) => holder.listen(0, resolve));
