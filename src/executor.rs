@@ -49,6 +49,11 @@ impl Input {
             Input::Pending(claim) => claim.job.output(claim.output, status),
         }
     }
+
+    /// Each of `inputs`' tensors, in order (`resolve`).
+    pub fn resolve_all(inputs: &[Input], status: &Status) -> Result<Vec<TensorHandle>> {
+        inputs.iter().map(|input| input.resolve(status)).collect()
+    }
 }
 
 /// A later job's claim on output `output` of `job`: while one is held, the output stays with

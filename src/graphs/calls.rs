@@ -256,10 +256,7 @@ impl CallGraph {
             return Ok(CompiledGraph::run_work(self.graph.clone(), feeds));
         };
         Ok(Work::new(move |status| {
-            let inputs = feeds
-                .iter()
-                .map(|input| input.resolve(status))
-                .collect::<Result<Vec<_>>>()?;
+            let inputs = Input::resolve_all(&feeds, status)?;
             let inputs: Vec<&TensorHandle> = inputs.iter().collect();
             placed.call(&inputs, status)
         }))

@@ -245,10 +245,7 @@ impl CompiledGraph {
     pub fn run_work(graph: Arc<CompiledGraph>, feeds: Vec<Input>) -> Work {
         let first = !graph.has_run();
         Work::new(move |status| {
-            let feeds = feeds
-                .iter()
-                .map(|input| input.resolve(status))
-                .collect::<Result<Vec<_>>>()?;
+            let feeds = Input::resolve_all(&feeds, status)?;
             let feeds: Vec<&TensorHandle> = feeds.iter().collect();
             graph.run(&feeds, status)
         })
