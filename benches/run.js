@@ -13,8 +13,10 @@
 //   --backends=a,b       backends to run (default: tensorflow,defer-off,tfjs-node,wasm,cpu,keras;
 //                        defer-off: this package with TFJS_NODE_RS_DEFER=0)
 //   --models=a,b         models to run (default: all, or the quick subset)
-//   --only=models,micro,rss,shapes,clients,distributed   groups to run (default: all; shapes:
+//   --only=models,micro,rss,shapes,cold,clients,distributed   groups to run (default: all; shapes:
 //                        a convnet's predicts of one shape and of 400 widths, benches/shapes.js;
+//                        cold: fresh processes that load a real GraphModel, predict once and
+//                        exit, their phases apart, benches/cold_start.js;
 //                        clients: real client libraries of tfjs-node, scripts/clients.js, on
 //                        tensorflow, tfjs-node, wasm; distributed: benches/distributed.js,
 //                        tf.node's distributed runtime on 127.0.0.1, this package only)
@@ -50,7 +52,7 @@ const TFJS_BACKENDS = ALL_BACKENDS.filter((b) => b !== 'keras');
 const PREDICT_CALLS = 20;
 const FIT_EPOCHS = 10;
 const QUICK_MODELS = ['dense-tiny', 'convolutional-1filters', 'rnn-SimpleRNN', 'graph-model'];
-const GROUPS = ['models', 'micro', 'rss', 'shapes', 'clients', 'serving', 'distributed'];
+const GROUPS = ['models', 'micro', 'rss', 'shapes', 'cold', 'clients', 'serving', 'distributed'];
 
 function parseArgs(argv) {
   const o = {quick: false, write: false};
@@ -99,6 +101,11 @@ const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tfjs-node-rs-bench-'));
 let seq = 0;
 
 // Runs one task in a fresh child process; returns its JSON result (or {error}).
+/** A backend's worker process's environment. */
+function workerEnv(backend) {
+  return {...process.env, TF_CPP_MIN_LOG_LEVEL: '2', ...backendEnv(backend)};
+}
+
 function runWorker(task, timeoutMs = 15 * 60 * 1000) {
   const out = path.join(tmp, `r${seq++}.json`);
   const [program, script] = task.backend === 'keras' ?
@@ -108,9 +115,7 @@ function runWorker(task, timeoutMs = 15 * 60 * 1000) {
                           [...(task.backend === 'keras' ? [] : ['--expose-gc']), script,
                            JSON.stringify(task), out],
                           {cwd: ROOT, encoding: 'utf8', timeout: timeoutMs,
-                           maxBuffer: 64 << 20,
-                           env: {...process.env, TF_CPP_MIN_LOG_LEVEL: '2',
-                                 ...backendEnv(task.backend)}});
+                           maxBuffer: 64 << 20, env: workerEnv(task.backend)});
   let result;
   try {
     result = JSON.parse(fs.readFileSync(out, 'utf8'));
@@ -596,6 +601,11 @@ function main() {
   if (opts.only.includes('shapes') && tfjsBackends.length) {
     console.log('\ninputs of many shapes (ms per predict from the first call, benches/shapes.js):');
     runShapes(opts, tfjsBackends, results);
+  }
+  if (opts.only.includes('cold') && tfjsBackends.length) {
+    console.log('\ncold starts: a fresh process loads a GraphModel, predicts once, exits ' +
+                '(benches/cold_start.js):');
+    require('./cold_start').runColdStart(opts, tfjsBackends, results, {tmp, envOf: workerEnv});
   }
   if (opts.only.includes('clients') && tfjsBackends.length) {
     console.log('\nreal client libraries (ms per call, first and steady state):');
