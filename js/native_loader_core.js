@@ -491,7 +491,13 @@ const DLOPEN_WORKER = "require('worker_threads').parentPort.once('message', (fil
 function loadInBackground(options = {}) {
   if (!loadsInBackground()) return false;
   const {Worker} = require('worker_threads');
-  const worker = new Worker(DLOPEN_WORKER, {eval: true});
+  let worker;
+  try {
+    worker = new Worker(DLOPEN_WORKER, {eval: true});
+  } catch {
+    // Node.js's permission model without --allow-worker: the load stays on this thread.
+    return false;
+  }
   worker.on('error', () => {});
   worker.unref();
   let addon;
