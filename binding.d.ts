@@ -399,6 +399,13 @@ export interface Stats {
   fusedNodes: number
   /** Graph runs queued on the executor thread (`crate::executor`). */
   backgroundRuns: number
+  /**
+   * One-time set-ups of TF queued on the executor thread as the runtime started
+   * (`crate::tf::warm_up`); each is run while the program has called no op, or dropped.
+   */
+  startSetUpsQueued: number
+  startSetUpsRun: number
+  startSetUpsDropped: number
 }
 
 /**

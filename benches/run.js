@@ -13,8 +13,12 @@
 //   --backends=a,b       backends to run (default: tensorflow,defer-off,tfjs-node,wasm,cpu,keras;
 //                        defer-off: this package with TFJS_NODE_RS_DEFER=0)
 //   --models=a,b         models to run (default: all, or the quick subset)
-//   --only=models,micro,rss,shapes,clients,distributed   groups to run (default: all; shapes:
+//   --only=models,micro,rss,shapes,cold,clients,distributed   groups to run (default: all; shapes:
 //                        a convnet's predicts of one shape and of 400 widths, benches/shapes.js;
+//                        cold: fresh processes that load a real GraphModel, predict once and
+//                        exit, their phases apart, benches/cold_start.js; tfgraph: the
+//                        compute-bound suite models against the same models as bare TF graphs
+//                        called from Python (keras/worker.py's 'graph' task);
 //                        clients: real client libraries of tfjs-node, scripts/clients.js, on
 //                        tensorflow, tfjs-node, wasm; distributed: benches/distributed.js,
 //                        tf.node's distributed runtime on 127.0.0.1, this package only)
@@ -50,7 +54,9 @@ const TFJS_BACKENDS = ALL_BACKENDS.filter((b) => b !== 'keras');
 const PREDICT_CALLS = 20;
 const FIT_EPOCHS = 10;
 const QUICK_MODELS = ['dense-tiny', 'convolutional-1filters', 'rnn-SimpleRNN', 'graph-model'];
-const GROUPS = ['models', 'micro', 'rss', 'shapes', 'clients', 'serving', 'distributed'];
+const GROUPS = ['models', 'micro', 'rss', 'shapes', 'cold', 'tfgraph', 'clients', 'serving', 'distributed'];
+/** The compute-bound suite models, whose time is TF's kernels': the `tfgraph` group's. */
+const TF_GRAPH_MODELS = ['dense-large', 'convolutional-32filters'];
 
 function parseArgs(argv) {
   const o = {quick: false, write: false};
@@ -99,6 +105,11 @@ const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tfjs-node-rs-bench-'));
 let seq = 0;
 
 // Runs one task in a fresh child process; returns its JSON result (or {error}).
+/** A backend's worker process's environment. */
+function workerEnv(backend) {
+  return {...process.env, TF_CPP_MIN_LOG_LEVEL: '2', ...backendEnv(backend)};
+}
+
 function runWorker(task, timeoutMs = 15 * 60 * 1000) {
   const out = path.join(tmp, `r${seq++}.json`);
   const [program, script] = task.backend === 'keras' ?
@@ -108,9 +119,7 @@ function runWorker(task, timeoutMs = 15 * 60 * 1000) {
                           [...(task.backend === 'keras' ? [] : ['--expose-gc']), script,
                            JSON.stringify(task), out],
                           {cwd: ROOT, encoding: 'utf8', timeout: timeoutMs,
-                           maxBuffer: 64 << 20,
-                           env: {...process.env, TF_CPP_MIN_LOG_LEVEL: '2',
-                                 ...backendEnv(task.backend)}});
+                           maxBuffer: 64 << 20, env: workerEnv(task.backend)});
   let result;
   try {
     result = JSON.parse(fs.readFileSync(out, 'utf8'));
@@ -233,6 +242,43 @@ function modelTask(opts, backend, spec) {
   if (backend === 'cpu') Object.assign(task, {roundMs: opts.quick ? 2000 : 4000,
                                               slowMs: opts.quick ? 5000 : 10000});
   return task;
+}
+
+/**
+ * The compute-bound suite models on this package and tfjs-node against the same models as bare
+ * TF graphs (their forward pass and training step each one `tf.function`, called from Python with
+ * no Keras loop: what this package's call graphs run), processes alternating; medians of the
+ * passes. What is left between this package and TF's own kernels is what the first two columns
+ * do on top of them.
+ */
+function runTfGraph(opts, backends, results) {
+  const runOn = ['tensorflow', 'tfjs-node', 'keras'].filter((b) => backends.includes(b));
+  results.tfGraph = {};
+  for (const spec of MODELS.filter((m) => TF_GRAPH_MODELS.includes(m.name))) {
+    const got = new Map(runOn.map((b) => [b, []]));
+    for (let pass = 0; pass < (opts.quick ? 1 : opts.passes); pass++) {
+      for (const backend of runOn) {
+        const task = modelTask(opts, backend, spec);
+        const r = runWorker(backend === 'keras' ? {...task, kind: 'graph'} : task);
+        if (r.error) continue;
+        got.get(backend).push(backend === 'keras' ? r.graph :
+          {predictMs: r.model.predict.ms, fitMs: r.model.fit && r.model.fit.ms});
+      }
+    }
+    const row = {};
+    for (const [backend, list] of got) {
+      row[backend === 'keras' ? 'tfGraph' : backend] = {
+        predictMs: median(list.map((r) => r.predictMs)), fitMs: median(list.map((r) => r.fitMs)),
+      };
+    }
+    results.tfGraph[spec.name] = row;
+    for (const method of ['predict', 'fit']) {
+      const cell = (name) => (row[name] && row[name][`${method}Ms`] != null ?
+        `${row[name][`${method}Ms`].toFixed(2)} ms` : 'n/a');
+      console.log(`  ${spec.name.padEnd(24)} ${method.padEnd(7)} tensorflow ${cell('tensorflow')}, ` +
+                  `tfjs-node ${cell('tfjs-node')}, one TF graph from Python ${cell('tfGraph')}`);
+    }
+  }
 }
 
 function runModels(opts, backends, results) {
@@ -596,6 +642,16 @@ function main() {
   if (opts.only.includes('shapes') && tfjsBackends.length) {
     console.log('\ninputs of many shapes (ms per predict from the first call, benches/shapes.js):');
     runShapes(opts, tfjsBackends, results);
+  }
+  if (opts.only.includes('cold') && tfjsBackends.length) {
+    console.log('\ncold starts: a fresh process loads a GraphModel, predicts once, exits ' +
+                '(benches/cold_start.js):');
+    require('./cold_start').runColdStart(opts, tfjsBackends, results, {tmp, envOf: workerEnv});
+  }
+  if (opts.only.includes('tfgraph') && backends.includes(PRIMARY)) {
+    console.log('\ncompute-bound models against bare TF graphs (ms per predict of 128 rows / per ' +
+                'training step):');
+    runTfGraph(opts, backends, results);
   }
   if (opts.only.includes('clients') && tfjsBackends.length) {
     console.log('\nreal client libraries (ms per call, first and steady state):');

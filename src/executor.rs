@@ -252,6 +252,7 @@ type SetUp = Box<dyn FnOnce(&Status) + Send>;
 struct Queue {
     jobs: VecDeque<Arc<Job>>,
     set_ups: VecDeque<SetUp>,
+    set_up_counts: SetUpCounts,
     stopping: bool,
     /// The thread is running a job or a set-up.
     running: bool,
@@ -263,6 +264,22 @@ struct Queue {
 /// Each is one call in flight on a remote device: 16 keep a worker a round trip away busy
 /// (measured: a call is two round trips plus its compute) without a thread per request.
 const MAX_APART: usize = 16;
+
+impl Queue {
+    /// Drops the set-ups not started (the program started its work, or the env stops).
+    fn drop_set_ups(&mut self) {
+        self.set_up_counts.dropped += self.set_ups.len() as u32;
+        self.set_ups.clear();
+    }
+}
+
+/// What became of the set-ups queued (`stats()`): each is run or dropped, or still queued.
+#[derive(Default, Clone, Copy)]
+pub struct SetUpCounts {
+    pub queued: u32,
+    pub run: u32,
+    pub dropped: u32,
+}
 
 /// The queue, the condvar that wakes the thread for it (and `wait_idle` when a job is done), and
 /// whether the program has called an op or queued a job: from then on, set-ups not started are
@@ -321,11 +338,10 @@ impl Executor {
     pub fn set_up(&mut self, set_up: impl FnOnce(&Status) + Send + 'static) -> Result<()> {
         self.start_thread()?;
         let Shared { queue, changed, .. } = &*self.queue;
-        queue
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .set_ups
-            .push_back(Box::new(set_up));
+        let mut guard = queue.lock().unwrap_or_else(|p| p.into_inner());
+        guard.set_ups.push_back(Box::new(set_up));
+        guard.set_up_counts.queued += 1;
+        drop(guard);
         changed.notify_one();
         Ok(())
     }
@@ -395,6 +411,15 @@ impl Executor {
         }
     }
 
+    /// What became of the set-ups queued so far.
+    pub fn set_up_counts(&self) -> SetUpCounts {
+        self.queue
+            .queue
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .set_up_counts
+    }
+
     fn queue(&mut self, work: Work) -> Result<Arc<Job>> {
         self.start_thread()?;
         self.note_work();
@@ -450,7 +475,7 @@ impl Executor {
         let Shared { queue, changed, .. } = &*self.queue;
         self.start();
         let mut guard = queue.lock().unwrap_or_else(|p| p.into_inner());
-        guard.set_ups.clear();
+        guard.drop_set_ups();
         drop(
             changed
                 .wait_while(guard, |q| q.running || !q.jobs.is_empty() || q.apart > 0)
@@ -477,7 +502,7 @@ impl Executor {
             let mut queue = queue.lock().unwrap_or_else(|p| p.into_inner());
             queue.stopping = true;
             queue.jobs.clear();
-            queue.set_ups.clear();
+            queue.drop_set_ups();
         }
         self.held.clear();
         ready.notify_all();
@@ -526,9 +551,10 @@ fn work_through(shared: &Shared) {
                     break (Some(job), None);
                 }
                 if working.load(Ordering::Relaxed) {
-                    guard.set_ups.clear();
+                    guard.drop_set_ups();
                 }
                 if let Some(set_up) = guard.set_ups.pop_front() {
+                    guard.set_up_counts.run += 1;
                     guard.running = true;
                     break (None, Some(set_up));
                 }

@@ -9,7 +9,9 @@ of the model (batch, shapes, optimizer and loss); the architectures are written 
 Keras, and run.js checks that their parameter counts equal the tfjs models'. The method is
 worker.js's: build, compile, fit one epoch (first fit), fit `fitEpochs` epochs, one warm-up
 predict (first predict), `predictCalls` timed predicts, predict with Keras's default batch size
-of 32 as tfjs's.
+of 32 as tfjs's. {kind: 'graph', ...} (the same fields) times the same model as bare TF graphs
+instead, what tfjs-node-rs's call graphs run: its forward pass and its training step each as one
+`tf.function`, called from Python with no Keras loop around them (`task_graph`).
 """
 
 import json
@@ -191,6 +193,50 @@ def time_predict(model, xs, task):
             "firstOnly": False, "callMs": call_ms}
 
 
+def time_calls(call, calls):
+    """`call` once to trace it, once more to warm it up, then `calls` times: the mean ms."""
+    call()
+    call()
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        call()
+    return (time.perf_counter() - t0) * 1e3 / calls
+
+
+def task_graph(task):
+    """The model's predict (32 rows a call, as `predict`'s batches) and training step (the whole
+    batch) as bare TF graphs: `tf.function`s of the Keras model's call and of a step that takes
+    the gradients and applies the optimizer, every result read back as worker.js reads it."""
+    spec = task["spec"]
+    model = build(spec)
+    xs = data(spec, spec["inputShapes"], spec["inputInts"])
+    forward = tf.function(lambda x: model(x, training=False))
+    batches = [xs[i:i + 32] for i in range(0, spec["batch"], 32)]
+
+    def predict():
+        for batch in batches:
+            forward(batch).numpy()
+
+    out = {"model": spec["name"], "predictMs": time_calls(predict, task["predictCalls"])}
+    if spec["fit"]:
+        ys = data(spec, spec["outputShapes"])
+        loss_fn = keras.losses.get(snake(spec["fit"]["loss"]))
+        weights = model.trainable_weights
+
+        @tf.function
+        def step(x, y):
+            with tf.GradientTape() as tape:
+                loss = loss_fn(y, model(x, training=True))
+            model.optimizer.apply(tape.gradient(loss, weights), weights)
+
+        def fit():
+            step(xs, ys)
+            weights[0].numpy()
+
+        out["fitMs"] = time_calls(fit, task["fitEpochs"])
+    return out
+
+
 def task_model(task):
     spec = task["spec"]
     if spec["graphModel"]:
@@ -220,6 +266,8 @@ def main():
                                 for spec in task["specs"] if not spec["graphModel"]}
         elif task["kind"] == "model":
             result["model"] = task_model(task)
+        elif task["kind"] == "graph":
+            result["graph"] = task_graph(task)
         else:
             raise ValueError(f"unknown task {task['kind']} for the Keras worker")
     except Exception as e:

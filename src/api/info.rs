@@ -128,6 +128,11 @@ pub struct Stats {
     pub fused_nodes: f64,
     /// Graph runs queued on the executor thread (`crate::executor`).
     pub background_runs: f64,
+    /// One-time set-ups of TF queued on the executor thread as the runtime started
+    /// (`crate::tf::warm_up`); each is run while the program has called no op, or dropped.
+    pub start_set_ups_queued: u32,
+    pub start_set_ups_run: u32,
+    pub start_set_ups_dropped: u32,
 }
 
 #[napi_derive::napi]
@@ -158,6 +163,9 @@ pub fn stats(env: Env) -> napi::Result<Stats> {
                 call_graphs: runtime.call_graphs as u32,
                 fused_nodes: runtime.fused_nodes as f64,
                 background_runs: runtime.background_runs as f64,
+                start_set_ups_queued: runtime.set_ups.queued,
+                start_set_ups_run: runtime.set_ups.run,
+                start_set_ups_dropped: runtime.set_ups.dropped,
             })
         })
     })

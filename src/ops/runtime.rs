@@ -3,7 +3,7 @@
 
 use super::deferred_runs::DeferredRuns;
 use crate::error::Result;
-use crate::executor::Executor;
+use crate::executor::{Executor, SetUpCounts};
 use crate::graphs::calls::CallGraphs;
 use crate::graphs::single_ops::SingleOps;
 use crate::js::Js;
@@ -68,6 +68,7 @@ pub struct RuntimeCounts {
     pub call_graphs: usize,
     pub fused_nodes: u64,
     pub background_runs: u64,
+    pub set_ups: SetUpCounts,
 }
 
 impl Runtime {
@@ -135,6 +136,7 @@ impl Runtime {
             call_graphs: self.calls.len(),
             fused_nodes: self.calls.fused_nodes,
             background_runs: self.executor.jobs_made,
+            set_ups: self.executor.set_up_counts(),
         }
     }
 
