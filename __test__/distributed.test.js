@@ -313,6 +313,19 @@ test('Node worker processes run ops and models placed on them', async (t) => {
     assert.throws(() => tf.node.withDevice(worker(1), () => f(tf.tensor1d([5, 0], 'int32'))),
                   (e) => e instanceof Error && e.code === local.code &&
                       /5 is not in \[0, 3\)/.test(e.message));
+    // The error is that call's alone: TF keeps it on the executor, which the package clears, so
+    // the ops and calls after it (on either worker) run. Several rounds: TF marked the executor
+    // a moment after the call reported the error, so a stale error came once in some rounds.
+    const w = tf.tensor2d([[0.5], [-0.5]]);
+    const x = tf.tensor2d([[1, 2], [3, 4], [5, 6]]);
+    for (let round = 0; round < 8; round++) {
+      assert.throws(() => tf.node.withDevice(worker(1), () => f(tf.tensor1d([5, 0], 'int32'))).dataSync(),
+                    /5 is not in \[0, 3\)/);
+      assert.deepStrictEqual(Array.from(tf.node.withDevice(worker(0), () => tf.matMul(x, w)).dataSync()),
+                             [-0.5, -0.5, -0.5], `round ${round}`);
+      assert.deepStrictEqual(Array.from(tf.node.withDevice(worker(1), () => f(tf.tensor1d([1], 'int32')))
+          .dataSync()), [20], `round ${round}`);
+    }
   });
 
   await t.test('a training step in a tf.node.function runs remotely as one call, its ' +

@@ -57,6 +57,19 @@ impl Placed {
     /// on the device (TF keeps its copy of a handle sent before, such as a weight's) are not
     /// sent again.
     fn call(&self, inputs: &[&TensorHandle], status: &Status) -> Result<Vec<TensorHandle>> {
+        let called = self.call_and_read(inputs, status);
+        if called.is_err() {
+            // The function's error stays on the executor (`SharedContext::clear_executor_error`).
+            self.context.clear_executor_error();
+        }
+        called
+    }
+
+    fn call_and_read(
+        &self,
+        inputs: &[&TensorHandle],
+        status: &Status,
+    ) -> Result<Vec<TensorHandle>> {
         let mut op = Op::new(self.context, &self.function, status)?;
         op.set_device(&self.device, status)?;
         for handle in inputs {

@@ -37,7 +37,12 @@ impl Runtime {
     /// Tensor `id`, computed first if it is not yet.
     pub fn resolve(&mut self, plans: &[PreparedOp], id: u64) -> Result<Tensor> {
         self.settle(plans, id)?;
-        self.tensors.handle(id)?.resolve(&self.status)
+        let resolved = self.tensors.handle(id)?.resolve(&self.status);
+        if resolved.is_err() {
+            // A remote op's error stays on the executor (`SharedContext::clear_executor_error`).
+            self.context.shared().clear_executor_error();
+        }
+        resolved
     }
 
     /// A new handle on tensor `id`, computed first if it is not yet.

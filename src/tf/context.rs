@@ -5,7 +5,10 @@ use std::ptr::NonNull;
 
 use tensorflow_sys as sys;
 
-use super::extern_decls::{TFE_ContextSetServerDefWithTimeout, TFE_EnableCollectiveOps};
+use super::extern_decls::{
+    TFE_ContextGetExecutorForThread, TFE_ContextSetServerDefWithTimeout, TFE_DeleteExecutor,
+    TFE_EnableCollectiveOps, TFE_ExecutorClearError, TFE_ExecutorWaitForAllPendingNodes,
+};
 use super::function::Function;
 use super::signals::AsyncSignalsBlocked;
 use super::status::Status;
@@ -42,6 +45,34 @@ unsafe impl Sync for SharedContext {}
 impl SharedContext {
     pub(super) fn raw(self) -> *mut sys::TFE_Context {
         self.0.as_ptr()
+    }
+
+    /// The context `op` was made in.
+    pub(super) fn of_op(op: *mut sys::TFE_Op) -> Option<SharedContext> {
+        let status = Status::new();
+        // SAFETY: `op` is live (the caller's); TF only reads it.
+        let raw = unsafe { sys::TFE_OpGetContext(op, status.raw()) };
+        NonNull::new(raw).map(SharedContext)
+    }
+
+    /// Clears the error of this thread's eager executor, after an op or a read failed. TF keeps
+    /// the first error of an op on a remote device (a whole call's function failing on values)
+    /// on the executor and fails every later op that sends a tensor to a worker with it, a
+    /// different op's error, until it is cleared; the failure itself was already reported at
+    /// its own call. The failed op's output reports the error before TF marks the executor, so
+    /// the executor's nodes are waited for first (their errors are this one, already reported).
+    pub fn clear_executor_error(self) {
+        let status = Status::new();
+        // SAFETY: the context is live (see the type); the wrapper TF returns does not own the
+        // executor and is deleted here, once.
+        unsafe {
+            let executor = TFE_ContextGetExecutorForThread(self.raw());
+            if !executor.is_null() {
+                TFE_ExecutorWaitForAllPendingNodes(executor, status.raw());
+                TFE_ExecutorClearError(executor);
+                TFE_DeleteExecutor(executor);
+            }
+        }
     }
 
     /// Forgets the function `name` (`Context::add_function`).

@@ -57,6 +57,16 @@ extern "C" {
         status: *mut sys::TF_Status,
     );
 
+    /// The calling thread's eager executor, in a wrapper the caller deletes (the executor itself
+    /// stays the context's) (c/eager/c_api_experimental.h).
+    pub fn TFE_ContextGetExecutorForThread(ctx: *mut sys::TFE_Context) -> *mut TFE_Executor;
+    pub fn TFE_ExecutorWaitForAllPendingNodes(
+        executor: *mut TFE_Executor,
+        status: *mut sys::TF_Status,
+    );
+    pub fn TFE_ExecutorClearError(executor: *mut TFE_Executor);
+    pub fn TFE_DeleteExecutor(executor: *mut TFE_Executor);
+
     /// Declared with `int` instead of the `TF_DataType` enum: TF returns dtypes (float8, int4)
     /// that the Rust enum lacks, and reading those into it would be undefined behaviour.
     #[link_name = "TFE_TensorHandleDataType"]
@@ -77,6 +87,8 @@ macro_rules! opaque {
 
 // Shape lists for `TFE_InferShapes`.
 opaque!(TF_ShapeAndTypeList);
+// An eager executor, for `TFE_ExecutorClearError`.
+opaque!(TFE_Executor);
 
 // Custom ops and CPU kernels (c/ops.h, c/kernels.h), which `tensorflow-sys` does not bind.
 opaque!(

@@ -255,7 +255,12 @@ impl Op {
         let mut count = room as i32;
         // SAFETY: raw has `count` slots; TF fills at most that many and writes back the real count.
         unsafe { sys::TFE_Execute(self.raw(), raw.as_mut_ptr(), &mut count, status.raw()) };
-        status.check()?;
+        if let Err(error) = status.check() {
+            if let Some(context) = SharedContext::of_op(self.raw()) {
+                context.clear_executor_error();
+            }
+            return Err(error);
+        }
         outputs.extend(
             raw.iter()
                 .take(count.max(0) as usize)
