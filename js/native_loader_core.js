@@ -399,25 +399,11 @@ function withLibraryPath(platform, dirs, env, requireBinding) {
 }
 
 /**
- * What a load does before the addon: the environment checks, libtensorflow provided at first use
- * (js/first_use.js) and TF_CPP_MIN_LOG_LEVEL (read as libtensorflow loads). Returns the addon
- * file binding.js loads first (undefined when none is there: binding.js's error explains it).
+ * Loads the addon: environment checks, libtensorflow provided at first use (js/first_use.js),
+ * TF_CPP_MIN_LOG_LEVEL, require, error explanation, TF_Version check. Returns the binding, with `TF_Version` set.
  */
-function prepare({system, env, root, resolve, fsImpl, driver, provide}) {
-  checkEnvironment(system);
-  const addon = addonCandidates({root, resolve, fsImpl})[0];
-  const addonDir = addon ? path.dirname(fsImpl.realpathSync(addon)) : null;
-  provide({
-    root, env, fsImpl, driver, addonDir, makeError: loadError, log: (line) => process.stderr.write(`tfjs-node-rs: ${line}\n`),
-  });
-  // TensorFlow logs at INFO level while starting; keep warnings and errors only
-  // unless the user chose a level. Must be set before libtensorflow is loaded.
-  if (env.TF_CPP_MIN_LOG_LEVEL === undefined) env.TF_CPP_MIN_LOG_LEVEL = defaultLogLevel(root, fsImpl, driver);
-  return addon;
-}
-
-function loadOptions({
-  system = detected(),
+function load({
+  system = detect(),
   env = process.env,
   requireBinding = () => require('../binding.js'),
   root = ROOT,
@@ -427,25 +413,15 @@ function loadOptions({
   driver = () => nvidiaDriver({fsImpl}),
   provide = provideAtFirstUse,
 } = {}) {
-  return {system, env, requireBinding, root, resolve, fsImpl, readFile, driver, provide};
-}
-
-let detectedSystem = null;
-
-/** `detect()`, once: glibc's version comes from a process report (5-10 ms). */
-function detected() {
-  if (detectedSystem === null) detectedSystem = detect();
-  return detectedSystem;
-}
-
-/**
- * Loads the addon: environment checks, libtensorflow provided at first use (js/first_use.js),
- * TF_CPP_MIN_LOG_LEVEL, require, error explanation, TF_Version check. Returns the binding, with `TF_Version` set.
- */
-function load(options) {
-  const opts = loadOptions(options);
-  const {system, env, requireBinding, root, resolve, fsImpl, readFile, driver} = opts;
-  prepare(opts);
+  checkEnvironment(system);
+  const addon = addonCandidates({root, resolve, fsImpl})[0];
+  const addonDir = addon ? path.dirname(fsImpl.realpathSync(addon)) : null;
+  provide({
+    root, env, fsImpl, driver, addonDir, makeError: loadError, log: (line) => process.stderr.write(`tfjs-node-rs: ${line}\n`),
+  });
+  // TensorFlow logs at INFO level while starting; keep warnings and errors only
+  // unless the user chose a level. Must be set before libtensorflow is loaded.
+  if (env.TF_CPP_MIN_LOG_LEVEL === undefined) env.TF_CPP_MIN_LOG_LEVEL = defaultLogLevel(root, fsImpl, driver);
   let binding;
   try {
     // Windows: the root's deps/lib (the first use makes no deps link beside the addon there).
@@ -461,60 +437,8 @@ function load(options) {
   return binding;
 }
 
-/**
- * Where `loadInBackground` starts a worker: Node.js (and Electron) on Linux and macOS, on its main
- * thread. Not Windows, whose load puts the libraries' folder on PATH for its duration (a
- * process-wide change: `withLibraryPath`); not Bun or Deno, whose N-API loading in workers is
- * their own; not a worker thread, where the main thread may have loaded libtensorflow already.
- */
-function loadsInBackground({platform = process.platform, versions = process.versions, isMainThread = require('worker_threads').isMainThread} = {}) {
-  return (platform === 'linux' || platform === 'darwin') && versions.bun === undefined &&
-    versions.deno === undefined && isMainThread;
-}
-
-/** The background load's worker: it waits for the addon's path, then dlopens it. */
-const DLOPEN_WORKER = "require('worker_threads').parentPort.once('message', (file) => process.dlopen({exports: {}}, file));";
-
-/**
- * Starts loading the addon, and with it libtensorflow, on a worker thread, for `load()` to find
- * loaded. libtensorflow's load is most of a cold start: relocating a 580 MB library (mostly
- * looking up its 460,000 symbol references) and running the static initializers that register
- * its ops and kernels, 250-350 ms here, on one core; tfjs's JS, which js/index.js loads
- * meanwhile, takes about 190 ms of the other. The worker only dlopens the addon (N-API registers
- * it in the worker's env, which then ends; the library stays, held by the main thread's load):
- * `load()`'s dlopen of the same file waits for the worker's, then costs nothing. The worker starts
- * before the checks (its start, about 30 ms, overlaps them) and is told the file once they pass;
- * a failure is left to `load()`, which explains it as it always did. No thread of the package's
- * own could start sooner: the addon that would start it is the file that needs libtensorflow.
- * Returns whether a worker was told to load.
- */
-function loadInBackground(options = {}) {
-  if (!loadsInBackground()) return false;
-  const {Worker} = require('worker_threads');
-  let worker;
-  try {
-    worker = new Worker(DLOPEN_WORKER, {eval: true});
-  } catch {
-    // Node.js's permission model without --allow-worker: the load stays on this thread.
-    return false;
-  }
-  worker.on('error', () => {});
-  worker.unref();
-  let addon;
-  try {
-    addon = prepare(loadOptions(options));
-  } catch {
-    addon = undefined;
-  }
-  if (addon) worker.postMessage(addon);
-  else worker.terminate();
-  return Boolean(addon);
-}
-
 module.exports = {
   load,
-  loadInBackground,
-  loadsInBackground,
   detect,
   checkEnvironment,
   explainLoadError,

@@ -1,7 +1,7 @@
-//! One-time set-ups of TF that the executor thread does as the package's `require` ends
-//! (`startRuntime`), on the other core while the program builds its model, before a call needs
-//! them. Each is an executor set-up (`Executor::set_up`): it starts only until the program's
-//! first op, and the first job waits at most for the one in progress.
+//! One-time set-ups of TF that the executor thread does as the package loads (`startRuntime`,
+//! before tfjs's JS loads, on a core the loading leaves idle), before a call needs them. Each is
+//! an executor set-up (`Executor::set_up`): it starts only until the program's first op, and
+//! the first job waits at most for the one in progress.
 //!
 //! - **Small products.** They run as `SparseMatMul` (Eigen's contraction; see
 //!   `EIGEN_MATMUL_MAX_WORK` in js/kernels/families/linalg.js), whose first run in a process
@@ -20,10 +20,7 @@
 //!   before): the first graph run of dense-large's training step 40 -> 26 ms, an LSTM's 57 ->
 //!   33, convolutional-32filters' 70 -> 43, dense-tiny's 17 -> 2.5; first calls unchanged.
 //!   It is done in parts of a few node types, most common first, as long as the program has
-//!   called no op: as many as building the model leaves time for (none where the program calls
-//!   an op at once). They once ran while tfjs's JS loaded, about 60 of the 108 node types by the
-//!   time `require` returned; libtensorflow now loads during that time instead (js/
-//!   native_loader_core.js: `loadInBackground`), which saves a start more than they did;
+//!   called no op (about 60 of the 108 node types are set up by the time `require` returns);
 //!   set-ups that ran later, in the program's pauses, held up the jobs that came during one
 //!   (dense-tiny's 0.2 ms predicts by up to 3 ms in a full benchmark run). Handing the executor
 //!   thread each op a program runs, as the program first runs it, instead cost the first call
