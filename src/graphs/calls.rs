@@ -39,15 +39,6 @@ struct Placed {
     context: SharedContext,
 }
 
-impl Drop for Placed {
-    fn drop(&mut self) {
-        // The graph is gone: its function goes from the context's library too. No call of it
-        // runs now (each holds this). An error here (the name already gone) leaves nothing to
-        // undo.
-        let _ = self.context.remove_function(&self.function, &Status::new());
-    }
-}
-
 impl Placed {
     /// Calls the function on `inputs` (the fed tensors, then the fixed ones) and, from a remote
     /// device, brings its outputs here. TF sends a call to a remote device without waiting for it; reading an

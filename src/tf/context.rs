@@ -74,13 +74,6 @@ impl SharedContext {
             }
         }
     }
-
-    /// Forgets the function `name` (`Context::add_function`).
-    pub fn remove_function(self, name: &CStr, status: &Status) -> Result<()> {
-        // SAFETY: the context is live (see the type) and the name a valid C string.
-        unsafe { sys::TFE_ContextRemoveFunction(self.raw(), name.as_ptr(), status.raw()) };
-        status.check()
-    }
 }
 
 /// TF gives a context either clusters to be the client of (`set_server_def`, again and again) or
