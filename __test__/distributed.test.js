@@ -7,14 +7,13 @@
 
 const test = require('node:test');
 const assert = require('node:assert');
-const fs = require('fs');
 const net = require('net');
-const os = require('os');
 const path = require('path');
 const {spawn} = require('child_process');
 
 const tf = require('..');
 const {trainingSetup} = require('./support/cluster_model');
+const {tensorflowPython} = require('./support/tensorflow_python');
 const {freePorts} = require('../js/node/distributed');
 const {delayedWorkers} = require('../scripts/netns');
 
@@ -500,17 +499,6 @@ test('examples/distributed.js runs: remote ops, then two workers end with equal 
   assert.strictEqual(weights.length, 2, out);
   assert.strictEqual(weights[0], weights[1]);
 });
-
-/**
- * The Python with TensorFlow 2.21 of benches/keras's venv (`TFJS_NODE_RS_KERAS_VENV`, default
- * ~/.cache/tfjs-node-rs/keras-venv), if this machine has it.
- */
-function tensorflowPython() {
-  const venv = process.env.TFJS_NODE_RS_KERAS_VENV ||
-      path.join(os.homedir(), '.cache', 'tfjs-node-rs', 'keras-venv');
-  const python = path.join(venv, 'bin', 'python');
-  return fs.existsSync(python) ? python : undefined;
-}
 
 const PYTHON_SERVER = `
 import sys
