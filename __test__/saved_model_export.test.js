@@ -1,11 +1,17 @@
 'use strict';
-// The `saved_model.pb` writer of the SavedModel export (issue 38): what it encodes is read back
+// The SavedModel export's writers (issue 38): the `saved_model.pb` it encodes is read back
 // by this package's own SavedModel reader and, where the Keras venv is present, by TF's
-// generated Python protos (an independent decoder of the same .proto files).
+// generated Python protos (an independent decoder of the same .proto files); the checkpoint,
+// by TF's RestoreV2 here and TF's checkpoint reader in Python.
 
 const test = require('node:test');
 const assert = require('node:assert');
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
 const {spawnSync} = require('child_process');
+const tf = require('..');
+const {writeCheckpoint} = require('../js/node/checkpoint');
 const {encodeSavedModel, PREDICT_METHOD_NAME} = require('../js/node/saved_model_writer');
 const {parseSavedModel} = require('../js/node/saved_model');
 const {tensorflowPython} = require('./support/tensorflow_python');
@@ -96,4 +102,51 @@ test("TF's own protos decode it field by field", (t) => {
     'out y dense/BiasAdd:0 1 [-1, 2]',
     '',
   ].join('\n'));
+});
+
+test('writeCheckpoint: TF\'s SaveV2 bundle, which TF reads back', (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tfjs-node-rs-ckpt-'));
+  t.after(() => fs.rmSync(dir, {recursive: true, force: true}));
+  const prefix = path.join(dir, 'variables');
+  const kernel = tf.tensor2d([[1.5, -2], [3, 4.25]]);
+  const step = tf.tensor1d([5, 6, 7], 'int32');
+  writeCheckpoint(prefix, {'dense/kernel': kernel, 'step': step});
+  assert.deepStrictEqual(fs.readdirSync(dir).sort(),
+      ['variables.data-00000-of-00001', 'variables.index']);
+  // 4 float32 and 3 int32 values, nothing else, in the data file.
+  assert.strictEqual(fs.statSync(prefix + '.data-00000-of-00001').size, 28);
+  // The backend's own RestoreV2 reads it as TF wrote it.
+  const b = tf.backend();
+  const ids = [b.createConstant('string', [], prefix),
+    b.createConstant('string', [2], ['dense/kernel', 'step']),
+    b.createConstant('string', [2], ['', ''])];
+  const outs = b.run('RestoreV2', [{name: 'dtypes', type: 'type', value: ['float32', 'int32']}],
+      ids, 2);
+  ids.forEach((id) => b.free(id));
+  const [k, s] = outs.map((o) => tf.engine().makeTensorFromTensorInfo(b.wrap(o)));
+  assert.deepStrictEqual(k.arraySync(), [[1.5, -2], [3, 4.25]]);
+  assert.deepStrictEqual(s.arraySync(), [5, 6, 7]);
+  tf.dispose([kernel, step, k, s]);
+
+  const python = tensorflowPython();
+  if (!python) return;
+  const run = spawnSync(python, ['-c', `
+import sys, tensorflow as tf
+r = tf.train.load_checkpoint(sys.argv[1])
+print(sorted((k, v.name) for k, v in r.get_variable_to_dtype_map().items()))
+print(r.get_tensor('dense/kernel').tolist(), r.get_tensor('step').tolist())
+`, prefix], {encoding: 'utf8', env: {...process.env, TF_CPP_MIN_LOG_LEVEL: '3'}});
+  assert.strictEqual(run.status, 0, run.stderr);
+  assert.strictEqual(run.stdout, '[(\'dense/kernel\', \'float32\'), (\'step\', \'int32\')]\n' +
+      '[[1.5, -2.0], [3.0, 4.25]] [5, 6, 7]\n');
+});
+
+test('writeCheckpoint refuses what SaveV2 cannot take, by name', () => {
+  const dir = path.join(os.tmpdir(), 'unused');
+  assert.throws(() => writeCheckpoint('', {a: tf.scalar(1)}), /prefix must be a non-empty/);
+  assert.throws(() => writeCheckpoint(dir, {}), /no tensors to save/);
+  assert.throws(() => writeCheckpoint(dir, {w: [1, 2]}), /'w' is not a live tf.Tensor/);
+  const gone = tf.scalar(1);
+  gone.dispose();
+  assert.throws(() => writeCheckpoint(dir, {gone}), /'gone' is not a live tf.Tensor/);
 });
