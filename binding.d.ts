@@ -166,6 +166,59 @@ export declare function enableCollectiveOps(serverDef: Uint8Array): void
 export declare function executeOp(name: string, attrs: OpAttr[] | null | undefined, inputIds: number[], numOutputs: number): TensorInfo[]
 
 /**
+ * A recorded call as the graph of a SavedModel (`crate::graphs::export`): refs count the
+ * `inputs`, then the `variables`, then the `constantIds` (tensors the graph holds).
+ */
+export declare function exportCall(ops: Array<CallOp>, inputs: Array<ExportInput>, variables: Array<ExportVariable>, constantIds: Array<number>, outputs: Array<ExportOutput>): ExportedCall
+
+export interface ExportedCall {
+  graphDef: Uint8Array
+  variables: Array<ExportedVariable>
+  /** Absent when the call reads no variable. */
+  saver?: ExportedSaver
+}
+
+/** The saver's nodes, as a `SaverDef` names them. */
+export interface ExportedSaver {
+  filenameTensorName: string
+  saveTensorName: string
+  restoreOpName: string
+}
+
+/** The nodes of an exported variable, as its `VariableDef` names them. */
+export interface ExportedVariable {
+  variableName: string
+  initializerName: string
+  snapshotName: string
+  initialValueName: string
+}
+
+/**
+ * A signature input of an exported call: its placeholder's name, the tensor of the recorded
+ * call it stands for (its dtype types the placeholder), and its dims (-1: any size).
+ */
+export interface ExportInput {
+  name: string
+  id: number
+  dims: Array<number>
+}
+
+/** An output of an exported call: the name of its `Identity` node and what it is. */
+export interface ExportOutput {
+  name: string
+  source: CallRef
+}
+
+/**
+ * A variable of an exported call: its name in the graph and the checkpoint, and a tensor of
+ * its dtype and dims.
+ */
+export interface ExportVariable {
+  name: string
+  id: number
+}
+
+/**
  * Fills reserved ids with computed (or pending) tensors: `io` holds `pairs` pairs of ids,
  * `reserved, source`; each source id is gone afterwards.
  */

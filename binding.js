@@ -849,6 +849,7 @@ module.exports.dropTensorOnNativeThread = nativeBinding.dropTensorOnNativeThread
 module.exports.dtypeNames = nativeBinding.dtypeNames
 module.exports.enableCollectiveOps = nativeBinding.enableCollectiveOps
 module.exports.executeOp = nativeBinding.executeOp
+module.exports.exportCall = nativeBinding.exportCall
 module.exports.fillTensors = nativeBinding.fillTensors
 module.exports.getNumOfSavedModels = nativeBinding.getNumOfSavedModels
 module.exports.isDeferring = nativeBinding.isDeferring

@@ -3,7 +3,7 @@
 
 import {
   InferenceModel, MetaGraph, ModelPredictConfig, ModelTensorInfo, NamedTensorMap,
-  Scalar, Tensor, Tensor3D, Tensor4D, Callback, io, KernelBackend,
+  Scalar, Tensor, Tensor3D, Tensor4D, Callback, io, KernelBackend, LayersModel, GraphModel,
 } from '@tensorflow/tfjs';
 import * as binding from './binding';
 
@@ -250,6 +250,27 @@ export declare namespace node {
 
   /** Distinct SavedModel sessions loaded (models that share a session count once). */
   export function getNumOfSavedModels(): number;
+
+  /** Options of `saveSavedModel`. */
+  export interface SaveSavedModelOptions {
+    /**
+     * Signature key -> the output names it returns (default: every output); default
+     * `{serving_default: {}}`. Inputs are the model's, keyed by their names.
+     */
+    signatures?: {[key: string]: {outputs?: string[]}};
+    /** The MetaGraph's tags; default `['serve']`. */
+    tags?: string[];
+  }
+
+  /**
+   * Writes `model` as a TensorFlow SavedModel in `dir`: `saved_model.pb` (the predict graph,
+   * batch dimension unknown, and its signatures) and `variables/` (the weights, written by TF's
+   * SaveV2), which `tf.saved_model.load`, Keras's `TFSMLayer`, TF Serving and `loadSavedModel`
+   * read. Also `model.save('savedmodel://dir')`. Rejects, naming the layer, a model whose
+   * predict cannot be a graph of any batch size.
+   */
+  export function saveSavedModel(model: LayersModel | GraphModel, dir: string,
+                                 options?: SaveSavedModelOptions): Promise<io.SaveResult>;
 
   /**
    * Exact int64 values (tfjs has no int64 dtype): a shape and a BigInt64Array. Feeds int64

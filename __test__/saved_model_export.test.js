@@ -150,3 +150,252 @@ test('writeCheckpoint refuses what SaveV2 cannot take, by name', () => {
   gone.dispose();
   assert.throws(() => writeCheckpoint(dir, {gone}), /'gone' is not a live tf.Tensor/);
 });
+
+// ------------------------------------------------------------ tf.node.saveSavedModel
+
+const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'tfjs-node-rs-export-'));
+test.after(() => fs.rmSync(scratch, {recursive: true, force: true}));
+let dirs = 0;
+const newDir = (label) => path.join(scratch, `${label}-${++dirs}`);
+const GRAPH_MODEL = 'file://' + path.join(__dirname, '..', 'benches', 'fixtures', 'graph_convnet',
+                                          'model.json');
+
+/** A model of each family the issue names, with weights that matter (batch norm's moving ones). */
+function families() {
+  const dense = tf.sequential({layers: [tf.layers.flatten({inputShape: [4, 4, 1]}),
+    tf.layers.dense({units: 8, activation: 'relu'}), tf.layers.dense({units: 3, activation: 'softmax'})]});
+  const conv = tf.sequential({layers: [tf.layers.conv2d({inputShape: [8, 8, 2], filters: 4,
+    kernelSize: 3, activation: 'relu'}), tf.layers.maxPooling2d({poolSize: 2}), tf.layers.flatten(),
+  tf.layers.dense({units: 3})]});
+  const batchNorm = tf.sequential({layers: [tf.layers.dense({inputShape: [5], units: 6}),
+    tf.layers.batchNormalization(), tf.layers.dense({units: 2})]});
+  const bn = batchNorm.layers[1];
+  bn.setWeights([tf.tensor1d([1.5, 0.5, 2, 1, 0.8, 1.2]), tf.tensor1d([0.1, -0.2, 0.3, 0, 0.5, -1]),
+    tf.tensor1d([0.2, -0.1, 0.4, 1, -0.5, 0]), tf.tensor1d([2, 0.5, 1, 3, 0.25, 1])]);
+  const lstm = tf.sequential({layers: [tf.layers.lstm({inputShape: [5, 3], units: 4}),
+    tf.layers.dense({units: 2})]});
+  const gru = tf.sequential({layers: [tf.layers.gru({inputShape: [5, 3], units: 4,
+    returnSequences: true}), tf.layers.flatten(), tf.layers.dense({units: 2})]});
+  const embedding = tf.sequential({layers: [tf.layers.embedding({inputShape: [6], inputDim: 10,
+    outputDim: 4}), tf.layers.globalAveragePooling1d(), tf.layers.dense({units: 2})]});
+  // One channel by one filter: eagerly, the package's own kernels (src/kernels), which exist in
+  // this process only; an export takes TF's.
+  const oneChannel = tf.sequential({layers: [tf.layers.conv2d({inputShape: [8, 8, 1], filters: 1,
+    kernelSize: 3}), tf.layers.maxPooling2d({poolSize: 2}), tf.layers.flatten(),
+  tf.layers.dense({units: 2})]});
+  return {dense, conv, oneChannel, batchNorm, lstm, gru, embedding};
+}
+
+/** Inputs of `rows` rows for `model`'s inputs: embedding ids for the embedding model. */
+function inputsFor(name, model, rows, seed) {
+  return model.inputs.map((t) => {
+    const shape = [rows, ...t.shape.slice(1)];
+    return name === 'embedding' ? tf.randomUniform(shape, 0, 10, 'int32', seed).cast('float32') :
+        tf.randomUniform(shape, -1, 1, 'float32', seed);
+  });
+}
+
+/** The signature input and output keys of the SavedModel in `dir`, as this package reads it. */
+async function signatureKeys(dir) {
+  const [meta] = await tf.node.getMetaGraphsFromSavedModel(dir);
+  const sig = meta.signatureDefs.serving_default;
+  return {inputs: Object.keys(sig.inputs), outputs: Object.keys(sig.outputs)};
+}
+
+function assertClose(actual, expected, what) {
+  assert.strictEqual(actual.length, expected.length, what);
+  for (let i = 0; i < expected.length; i++) {
+    assert.ok(Math.abs(actual[i] - expected[i]) <= 1e-5 + 1e-5 * Math.abs(expected[i]),
+              `${what}[${i}]: ${actual[i]} vs ${expected[i]}`);
+  }
+}
+
+test('saveSavedModel: this package loads each family back and gets the model\'s values', async () => {
+  for (const [name, model] of Object.entries(families())) {
+    const dir = newDir(name);
+    const before = tf.memory().numTensors;
+    await tf.node.saveSavedModel(model, dir);
+    assert.strictEqual(tf.memory().numTensors, before, `${name}: no tensor kept`);
+    assert.deepStrictEqual(fs.readdirSync(dir).sort(), ['saved_model.pb', 'variables']);
+    assert.deepStrictEqual(fs.readdirSync(path.join(dir, 'variables')).sort(),
+        ['variables.data-00000-of-00001', 'variables.index']);
+    const loaded = await tf.node.loadSavedModel(dir);
+    const {inputs: [key]} = await signatureKeys(dir);
+    for (const rows of [1, 4]) {
+      const [x] = inputsFor(name, model, rows, 7);
+      const want = model.predict(x);
+      const got = loaded.predict({[key]: x});
+      const out = Object.values(got)[0];
+      assert.deepStrictEqual(out.shape, want.shape, `${name} at ${rows} rows`);
+      assertClose(out.dataSync(), want.dataSync(), `${name} at ${rows} rows`);
+      tf.dispose([x, want, out]);
+    }
+    loaded.dispose();
+  }
+});
+
+test('saveSavedModel: TF 2.21 loads each family, TFSMLayer too, and fine-tunes it', async (t) => {
+  const python = tensorflowPython();
+  if (!python) {
+    t.skip('no TensorFlow Python venv (benches/keras/setup.sh makes one; .ci/run does)');
+    return;
+  }
+  const models = families();
+  const functional = (() => {
+    const a = tf.input({shape: [3], name: 'a'});
+    const b = tf.input({shape: [2], name: 'b'});
+    const hidden = tf.layers.dense({units: 4, activation: 'relu', name: 'hidden'})
+        .apply(tf.layers.concatenate().apply([a, b]));
+    const probs = tf.layers.dense({units: 2, activation: 'softmax', name: 'probs'}).apply(hidden);
+    const score = tf.layers.dense({units: 1, name: 'score'})
+        .apply(tf.layers.dropout({rate: 0.5}).apply(hidden));
+    return tf.model({inputs: [a, b], outputs: [probs, score]});
+  })();
+  const graphModel = await tf.loadGraphModel(GRAPH_MODEL);
+  const jobs = [];
+  const expected = [];
+  const addJob = async (name, model, xs, want, options) => {
+    const dir = newDir(name);
+    await tf.node.saveSavedModel(model, dir, options);
+    const keys = await signatureKeys(dir);
+    jobs.push({dir, fineTune: name === 'lstm', inputs: Object.fromEntries(keys.inputs.map(
+        (k, i) => [k, {shape: xs[i].shape, dtype: 'float32', values: Array.from(xs[i].dataSync())}]))});
+    expected.push({name, keys, want: want.map((w) => ({shape: w.shape, values: w.dataSync()}))});
+    tf.dispose(xs.concat(want));
+  };
+  for (const [name, model] of Object.entries(models)) {
+    const xs = inputsFor(name, model, 7, 3);
+    await addJob(name, model, xs, [model.predict(xs[0])]);
+  }
+  const fxs = [tf.randomUniform([6, 3], -1, 1, 'float32', 1), tf.randomUniform([6, 2], -1, 1, 'float32', 2)];
+  await addJob('functional', functional, fxs, functional.predict(fxs),
+               {signatures: {serving_default: {}, probs_only: {outputs: ['probs']}}});
+  const gx = tf.randomUniform([3, 28, 28, 1], 0, 1, 'float32', 5);
+  await addJob('graph', graphModel, [gx], [graphModel.predict(gx)]);
+
+  const jobFile = path.join(scratch, 'jobs.json');
+  fs.writeFileSync(jobFile, JSON.stringify({models: jobs, layoutDir: path.join(scratch, 'python')}));
+  const run = spawnSync(python, [path.join(__dirname, 'support', 'saved_model_check.py'), jobFile],
+                        {encoding: 'utf8', maxBuffer: 64 << 20,
+                          env: {...process.env, TF_CPP_MIN_LOG_LEVEL: '3'}});
+  assert.strictEqual(run.status, 0, run.stderr);
+  const report = JSON.parse(run.stdout);
+
+  expected.forEach(({name, keys, want}, m) => {
+    const got = report.models[m];
+    // Every input's batch dimension is unknown: TF takes any number of rows.
+    for (const dims of Object.values(got.inputs)) assert.strictEqual(dims[0], -1, name);
+    keys.outputs.forEach((key, j) => {
+      assert.deepStrictEqual(got.outputs[key].shape, want[j].shape, `${name} ${key}`);
+      assertClose(got.outputs[key].values, want[j].values, `${name} ${key} in TF`);
+      if (got.tfsmLayer) assertClose(got.tfsmLayer[key].values, want[j].values, `${name} TFSMLayer`);
+    });
+    // The layout and the MetaGraph as Python's own simple_save writes them.
+    const facts = report.facts[m];
+    const py = report.pythonFacts;
+    assert.deepStrictEqual(facts.files, py.files, name);
+    assert.deepStrictEqual(facts.tags, py.tags, name);
+    assert.deepStrictEqual(facts.saver, py.saver, name);
+    // TF's public ops only: none of this package's own, no internal fused ones, no op chosen
+    // for small sizes.
+    const odd = facts.ops.filter((op) => op.startsWith('_') || op.includes('>') ||
+                                         op === 'SparseMatMul');
+    assert.deepStrictEqual(odd, [], name);
+    // A GraphModel's weights are frozen in tfjs: variables, none of them trainable.
+    assert.deepStrictEqual(Object.keys(facts.collections),
+                           name === 'graph' ? ['variables'] : Object.keys(py.collections), name);
+  });
+  const byName = Object.fromEntries(expected.map((e, m) => [e.name, report.models[m]]));
+  // A LayersModel's trainable weights train in TF; batch norm's moving statistics do not.
+  assert.strictEqual(byName.batchNorm.variables, 8);
+  assert.strictEqual(byName.batchNorm.trainable, 6);
+  assert.strictEqual(byName.graph.trainable, 0);
+  assert.deepStrictEqual(byName.functional.signatures, ['probs_only', 'serving_default']);
+  const losses = byName.lstm.fineTune;
+  assert.ok(Array.isArray(losses) && losses[2] < losses[0], `fine-tuning losses ${losses}`);
+  graphModel.dispose();
+
+  // saved_model_cli, TF's command line tool, lists the signature with its unknown batch.
+  const cli = spawnSync(path.join(path.dirname(python), 'saved_model_cli'),
+                        ['show', '--dir', jobs[0].dir, '--tag_set', 'serve',
+                          '--signature_def', 'serving_default'],
+                        {encoding: 'utf8', env: {...process.env, TF_CPP_MIN_LOG_LEVEL: '3'}});
+  assert.strictEqual(cli.status, 0, cli.stderr);
+  assert.match(cli.stdout, /shape: \(-1, 4, 4, 1\)/);
+  assert.match(cli.stdout, /Method name is: tensorflow\/serving\/predict/);
+});
+
+test('savedmodel:// saves LayersModels and GraphModels through tfjs\'s IO router', async () => {
+  const model = tf.sequential({layers: [tf.layers.dense({inputShape: [3], units: 2,
+    activation: 'tanh'})]});
+  const graphModel = await tf.loadGraphModel(GRAPH_MODEL);
+  for (const [m, x] of [[model, tf.randomUniform([4, 3], -1, 1, 'float32', 9)],
+    [graphModel, tf.randomUniform([2, 28, 28, 1], 0, 1, 'float32', 9)]]) {
+    const dir = newDir('router');
+    const result = await m.save('savedmodel://' + dir);
+    assert.strictEqual(result.modelArtifactsInfo.modelTopologyType, 'SavedModel');
+    const loaded = await tf.node.loadSavedModel(dir);
+    const {inputs: [key]} = await signatureKeys(dir);
+    const want = m.predict(x);
+    const got = Object.values(loaded.predict({[key]: x}))[0];
+    assertClose(got.dataSync(), want.dataSync(), 'router');
+    tf.dispose([x, want, got]);
+    loaded.dispose();
+  }
+  graphModel.dispose();
+});
+
+class ReadsItsInput extends tf.layers.Layer {
+  constructor() {
+    super({name: 'reads_its_input'});
+  }
+  call(x) {
+    const t = Array.isArray(x) ? x[0] : x;
+    return tf.add(t, t.dataSync()[0]);
+  }
+  static get className() {
+    return 'ReadsItsInput';
+  }
+}
+
+class LoopsOverRows extends tf.layers.Layer {
+  constructor() {
+    super({name: 'loops_over_rows'});
+  }
+  call(x) {
+    const t = Array.isArray(x) ? x[0] : x;
+    let y = t;
+    for (let i = 0; i < t.shape[0]; i++) y = tf.add(y, 1);
+    return y;
+  }
+  static get className() {
+    return 'LoopsOverRows';
+  }
+}
+
+test('saveSavedModel: what cannot be exported is an Error naming the layer, nothing written', async () => {
+  const dense = () => tf.layers.dense({inputShape: [3], units: 2});
+  const cases = [
+    [tf.sequential({layers: [dense(), new ReadsItsInput()]}),
+      /layer 'reads_its_input' cannot be exported: its call reads values computed from its inputs/],
+    [tf.sequential({layers: [dense(), new LoopsOverRows()]}),
+      /layer 'loops_over_rows' cannot be exported with dims of any size: it runs other ops/],
+    // tfjs unrolls an RNN step by step: another length runs other ops.
+    [tf.sequential({layers: [tf.layers.lstm({inputShape: [null, 3], units: 2, name: 'any_length'})]}),
+      /layer 'any_length' cannot be exported with dims of any size/],
+  ];
+  const before = tf.memory().numTensors;
+  for (const [model, message] of cases) {
+    const dir = newDir('refused');
+    await assert.rejects(tf.node.saveSavedModel(model, dir), message);
+    assert.ok(!fs.existsSync(path.join(dir, 'saved_model.pb')));
+  }
+  assert.strictEqual(tf.memory().numTensors, before);
+  const model = tf.sequential({layers: [dense()]});
+  const dir = newDir('arguments');
+  await assert.rejects(tf.node.saveSavedModel({}, dir), /must be a tf.LayersModel or a tf.GraphModel/);
+  await assert.rejects(tf.node.saveSavedModel(model, ''), /directory must be a non-empty string/);
+  await assert.rejects(tf.node.saveSavedModel(model, dir, {tags: []}), /tags must be a non-empty/);
+  await assert.rejects(tf.node.saveSavedModel(model, dir, {signatures: {s: {outputs: ['nope']}}}),
+                       /signature 's': the model has no output 'nope'/);
+});

@@ -41,6 +41,7 @@ async function main(): Promise<void> {
   const history: tf.History = await tf.node.distributed.fit(model, x, tf.ones([2, 1]), { cluster: { worker: ['127.0.0.1:2222'] }, taskIndex: 0, batchSize: 2, epochs: 1 });
   const mean: tf.Tensor2D = tf.node.distributed.allReduce(x, 'Add', 'Div');
 
+  const exported: tf.io.SaveResult = await tf.node.saveSavedModel(model, '/tmp/exported', { signatures: { serving_default: {} }, tags: ['serve'] });
   const metaGraphs: tf.MetaGraph[] = await tf.node.getMetaGraphsFromSavedModel('/tmp/saved');
   const saved: tf.node.TFSavedModel = await tf.node.loadSavedModel('/tmp/saved', ['serve'], 'serving_default');
   const out = saved.predict(x) as tf.Tensor;

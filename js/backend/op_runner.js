@@ -36,6 +36,8 @@ class OpRunner {
     this.recording = null;
     /** Elements per op up to which a call graph's first run is queued ahead of need. */
     this.maxSetUpElementsPerOp = binding.MAX_SET_UP_ELEMENTS_PER_OP;
+    /** Prepared id -> the op's name. */
+    this.opNames = [];
     /** Prepared id -> whether the op is deterministic, for recordings. */
     this.deterministic = [];
   }
@@ -183,6 +185,7 @@ class OpRunner {
       if (this.byKey.size >= MAX_PREPARED) return -1;
       id = this.binding.prepareOp(opName, list);
       this.byKey.set(key, id);
+      this.opNames[id] = opName;
     }
     if (Object.isExtensible(list)) list[PREPARED] = {runner: this, op: opName, id};
     return id;

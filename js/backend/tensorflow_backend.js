@@ -520,6 +520,16 @@ class TensorFlowBackend extends tfc.KernelBackend {
   }
 
   /**
+   * Whether kernels must take ops that any TF has (not the package's own) and that do not
+   * depend on sizes (no op chosen for small products): a call recorded for a SavedModel
+   * (js/node/saved_model_export.js), whose graph serves other sizes elsewhere.
+   */
+  portableOps() {
+    const recording = this.ops.recording;
+    return recording !== null && recording.portable;
+  }
+
+  /**
    * A new owner's id for native tensor `id` (of `nativeShape` and `dtype`) under `shape`: the
    * same id when the shapes agree, else a re-view of the same buffer. While ops join graphs the
    * re-view is TF's Reshape op, which joins the run or call (a native re-view would end a

@@ -667,4 +667,5 @@ function dimsKey(tensors) {
   return key;
 }
 
-module.exports = {FLAG, CallGraphs, tensorsKey, stats, recordPart, endParts, recordingNow};
+module.exports = {FLAG, CallGraphs, tensorsKey, stats, recordPart, endParts, recordingNow,
+  runRecorded};

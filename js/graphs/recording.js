@@ -75,6 +75,8 @@ class Recording {
     this.partsEnd = null;
     /** Whether the call drew random numbers in JS (trust.js). */
     this.drewRandom = false;
+    /** Kernels take ops any TF has, whatever the sizes (a call recorded for a SavedModel). */
+    this.portable = false;
   }
 
   /**

@@ -1,11 +1,12 @@
 'use strict';
-// The `tf.node` namespace: runtime options, SavedModel, image codecs, TensorBoard summaries and
+// The `tf.node` namespace: runtime options, SavedModel (loading and export), image codecs, TensorBoard summaries and
 // TF's distributed runtime.
 // Requiring it also installs the other Node-only pieces into tfjs (as tfjs-node does):
 // the `file://` model handler (`tf.io.fileSystem`), `tf.io.nodeHTTPRequest` with http(s)
 // loading, and the progress bar that `model.fit({verbose: 1})` shows.
 
 const savedModel = require('./saved_model');
+const savedModelExport = require('./saved_model_export');
 const image = require('./image');
 const tensorboard = require('./tensorboard');
 const int64 = require('./int64');
@@ -31,6 +32,7 @@ module.exports = {
   loadSavedModel: savedModel.loadSavedModel,
   getNumOfSavedModels: savedModel.getNumOfSavedModels,
   TFSavedModel: savedModel.TFSavedModel,
+  saveSavedModel: savedModelExport.saveSavedModel,
   int64Tensor: int64.int64Tensor,
   Int64Tensor: int64.Int64Tensor,
   // Images

@@ -1,13 +1,14 @@
 'use strict';
 // Model IO for Node: the `file://` handler (model.json + weights.bin, as tfjs-node writes
 // them; or a binary GraphDef + weights manifest) and `tf.io.nodeHTTPRequest` (tfjs's http
-// handler over tfjs's platform fetch).
+// handler over tfjs's platform fetch); `savedmodel://` saves through saved_model_export.js.
 
 const fs = require('fs');
 const path = require('path');
 const tfc = require('@tensorflow/tfjs-core');
 const {decodeGraphDef} = require('./graph_def');
 const {ProtoError} = require('./proto');
+const {savedModelRouter} = require('./saved_model_export');
 
 const URL_SCHEME = 'file://';
 const MODEL_JSON_FILENAME = 'model.json';
@@ -279,12 +280,14 @@ function nodeHTTPRequest(url, requestInit, weightPathPrefix) {
 
 let installed = false;
 
-/** Registers the `file://` routers and adds `tf.io.fileSystem` / `tf.io.nodeHTTPRequest`. */
+/**
+ * Registers the `file://` routers and the `savedmodel://` save router, and adds `tf.io.fileSystem` / `tf.io.nodeHTTPRequest`. */
 function installIO() {
   if (installed) return;
   installed = true;
   tfc.io.registerSaveRouter(nodeFileSystemRouter);
   tfc.io.registerLoadRouter(nodeFileSystemRouter);
+  tfc.io.registerSaveRouter(savedModelRouter);
   tfc.io.fileSystem = fileSystem;
   tfc.io.nodeHTTPRequest = nodeHTTPRequest;
 }

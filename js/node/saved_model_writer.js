@@ -97,7 +97,8 @@ function bytesListCollection(values) {
  * @param {string[]} spec.tags  e.g. ['serve']
  * @param {string} spec.tensorflowVersion  the libtensorflow version the graph was built for
  * @param {Uint8Array} spec.graphDef  a serialized GraphDef
- * @param {object} spec.saver  {filenameTensorName, saveTensorName, restoreOpName}
+ * @param {object} [spec.saver]  {filenameTensorName, saveTensorName, restoreOpName}; none for
+ *     a graph without variables
  * @param {object[]} spec.variables  VariableDef fields, see variableDefBytes
  * @param {object} spec.signatures  name -> {inputs, outputs}: key -> {name, tfDtype, shape}
  */
@@ -109,7 +110,7 @@ function encodeSavedModel({tags, tensorflowVersion, graphDef, saver, variables, 
   const metaGraph = new Writer();
   metaGraph.message(1, metaInfo);
   metaGraph.bytes(2, graphDef);
-  metaGraph.message(3, saverDefMessage(saver));
+  if (saver != null) metaGraph.message(3, saverDefMessage(saver));
   if (variables.length > 0) {
     const defs = variables.map(variableDefBytes);
     mapEntry(metaGraph, 4, 'variables', bytesListCollection(defs));

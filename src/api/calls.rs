@@ -1,7 +1,9 @@
 //! `compileCall`, `runCall`, `dropCall`: whole calls as one graph (`crate::graphs::calls`);
 //! `reserveTensors`, `fillTensors`: the ids of a call that runs ahead of TF.
 
-use napi::bindgen_prelude::{Env, Unknown};
+use std::ffi::CString;
+
+use napi::bindgen_prelude::{Env, Uint8Array, Unknown};
 
 use super::args;
 use super::execute::{io_array, io_values, read_ids, with_ids};
@@ -49,6 +51,18 @@ fn refs(list: &[CallRef]) -> Result<Vec<Ref>> {
     list.iter().map(Ref::try_from).collect()
 }
 
+fn recorded_ops(ops: &[CallOp]) -> Result<Vec<RecordedOp>> {
+    ops.iter()
+        .map(|op| {
+            Ok(RecordedOp {
+                plan: op.op,
+                inputs: refs(&op.inputs)?,
+                shapes: op.shapes.clone().unwrap_or_default(),
+            })
+        })
+        .collect()
+}
+
 /// Compiles a recorded call into one graph; returns its id for `runCall`. `fedIds` are tensors
 /// of the recorded call that each call feeds anew (their dtypes type the feeds, their dims
 /// too unless `fedDims` gives others: -1 for a dim whose size calls may vary); `fixedIds`
@@ -63,16 +77,7 @@ pub fn compile_call(
     fed_dims: Option<Vec<Vec<i64>>>,
 ) -> napi::Result<u32> {
     state_call(&env, |_, state| {
-        let recorded = ops
-            .iter()
-            .map(|op| {
-                Ok(RecordedOp {
-                    plan: op.op,
-                    inputs: refs(&op.inputs)?,
-                    shapes: op.shapes.clone().unwrap_or_default(),
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let recorded = recorded_ops(&ops)?;
         let ids = |list: &[f64]| -> Result<Vec<u64>> {
             list.iter()
                 .map(|&id| args::tensor_id_of_number(id, "id"))
@@ -174,4 +179,115 @@ fn ids_in(js: Js, io: Unknown, count: u32) -> Result<Vec<u64>> {
 #[napi_derive::napi(js_name = "dropCall")]
 pub fn drop_call(env: Env, call: u32) -> napi::Result<bool> {
     state_call(&env, |_, state| Ok(state.runtime.drop_call(call)))
+}
+
+/// A signature input of an exported call: its placeholder's name, the tensor of the recorded
+/// call it stands for (its dtype types the placeholder), and its dims (-1: any size).
+#[napi_derive::napi(object)]
+pub struct ExportInput {
+    pub name: String,
+    pub id: f64,
+    pub dims: Vec<i64>,
+}
+
+/// A variable of an exported call: its name in the graph and the checkpoint, and a tensor of
+/// its dtype and dims.
+#[napi_derive::napi(object)]
+pub struct ExportVariable {
+    pub name: String,
+    pub id: f64,
+}
+
+/// An output of an exported call: the name of its `Identity` node and what it is.
+#[napi_derive::napi(object)]
+pub struct ExportOutput {
+    pub name: String,
+    pub source: CallRef,
+}
+
+/// The nodes of an exported variable, as its `VariableDef` names them.
+#[napi_derive::napi(object)]
+pub struct ExportedVariable {
+    pub variable_name: String,
+    pub initializer_name: String,
+    pub snapshot_name: String,
+    pub initial_value_name: String,
+}
+
+/// The saver's nodes, as a `SaverDef` names them.
+#[napi_derive::napi(object)]
+pub struct ExportedSaver {
+    pub filename_tensor_name: String,
+    pub save_tensor_name: String,
+    pub restore_op_name: String,
+}
+
+#[napi_derive::napi(object)]
+pub struct ExportedCall {
+    pub graph_def: Uint8Array,
+    pub variables: Vec<ExportedVariable>,
+    /// Absent when the call reads no variable.
+    pub saver: Option<ExportedSaver>,
+}
+
+/// A recorded call as the graph of a SavedModel (`crate::graphs::export`): refs count the
+/// `inputs`, then the `variables`, then the `constantIds` (tensors the graph holds).
+#[napi_derive::napi(js_name = "exportCall")]
+pub fn export_call(
+    env: Env,
+    ops: Vec<CallOp>,
+    inputs: Vec<ExportInput>,
+    variables: Vec<ExportVariable>,
+    constant_ids: Vec<f64>,
+    outputs: Vec<ExportOutput>,
+) -> napi::Result<ExportedCall> {
+    state_call(&env, |_, state| {
+        let recorded = recorded_ops(&ops)?;
+        let id = |id: f64| args::tensor_id_of_number(id, "id");
+        let name = |name: &str| {
+            CString::new(name).map_err(|_| Error::Type(format!("name '{name}' holds a NUL")))
+        };
+        let inputs = inputs
+            .iter()
+            .map(|i| Ok((name(&i.name)?, id(i.id)?, i.dims.clone())))
+            .collect::<Result<Vec<_>>>()?;
+        let variables = variables
+            .iter()
+            .map(|v| Ok((name(&v.name)?, id(v.id)?)))
+            .collect::<Result<Vec<_>>>()?;
+        let constants = constant_ids
+            .iter()
+            .map(|&c| id(c))
+            .collect::<Result<Vec<_>>>()?;
+        let outputs = outputs
+            .iter()
+            .map(|o| Ok((name(&o.name)?, Ref::try_from(&o.source)?)))
+            .collect::<Result<Vec<_>>>()?;
+        let exported = state.runtime.export_call(
+            &state.prepared_ops,
+            &recorded,
+            inputs,
+            variables,
+            &constants,
+            &outputs,
+        )?;
+        Ok(ExportedCall {
+            graph_def: exported.graph_def.into(),
+            variables: exported
+                .variables
+                .into_iter()
+                .map(|v| ExportedVariable {
+                    variable_name: v.variable,
+                    initializer_name: v.initializer,
+                    snapshot_name: v.snapshot,
+                    initial_value_name: v.initial_value,
+                })
+                .collect(),
+            saver: exported.saver.map(|s| ExportedSaver {
+                filename_tensor_name: s.filename_tensor,
+                save_tensor_name: s.save_tensor,
+                restore_op_name: s.restore_op,
+            }),
+        })
+    })
 }

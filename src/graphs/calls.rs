@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use super::compiled::{CompiledGraph, Feed};
 use super::fusions;
-use super::nodes::{NodeOp, Ref};
+use super::nodes::{check_ref, NodeOp, Ref};
 use crate::error::{Error, Result};
 use crate::executor::{Input, Job, Work};
 use crate::op_plan::PreparedOp;
@@ -86,6 +86,25 @@ pub struct RecordedOp {
     pub shapes: Vec<Vec<i64>>,
 }
 
+impl RecordedOp {
+    /// The recorded op as node `index` of a graph of `feeds` feeds, its inputs checked to come
+    /// before it.
+    pub fn step<'a>(
+        &self,
+        plans: &'a [PreparedOp],
+        index: usize,
+        feeds: usize,
+    ) -> Result<NodeOp<'a>> {
+        let prepared = plans
+            .get(self.plan as usize)
+            .ok_or_else(|| Error::Invalid(format!("prepared op {} does not exist", self.plan)))?;
+        for &input in &self.inputs {
+            check_ref(input, index, feeds)?;
+        }
+        Ok(NodeOp::new(prepared, self.inputs.clone()))
+    }
+}
+
 /// A compiled call: the tensors JS feeds each call (its inputs, the current values of the
 /// variables it reads) come first, then those it always uses (constants, a GraphModel's
 /// weights), which the graph holds.
@@ -153,14 +172,9 @@ impl CallGraph {
         let mut fails_on_values = false;
         let mut steps = Vec::with_capacity(ops.len());
         for (index, op) in ops.iter().enumerate() {
-            let prepared = plans
-                .get(op.plan as usize)
-                .ok_or_else(|| Error::Invalid(format!("prepared op {} does not exist", op.plan)))?;
-            for &input in &op.inputs {
-                check_ref(input, index, feeds.len())?;
-            }
-            fails_on_values |= prepared.node.is_some_and(|kind| kind.fails_on_values);
-            steps.push(Some(NodeOp::new(prepared, op.inputs.clone())));
+            let step = op.step(plans, index, feeds.len())?;
+            fails_on_values |= step.prepared.node.is_some_and(|kind| kind.fails_on_values);
+            steps.push(Some(step));
         }
         for &fetch in fetches {
             check_ref(fetch, ops.len(), feeds.len())?;
@@ -335,15 +349,6 @@ fn generalize_dims(specs: &mut [TensorSpec], dims: &[Vec<i64>]) -> Result<()> {
 }
 
 /// A ref of a node at position `at` (or of a fetch, at the end) must point back.
-fn check_ref(input: Ref, at: usize, feeds: usize) -> Result<()> {
-    let ok = match input {
-        Ref::Feed(k) => (k as usize) < feeds,
-        Ref::Node { index, .. } => (index as usize) < at,
-    };
-    ok.then_some(())
-        .ok_or_else(|| Error::Invalid(format!("{input:?} does not come before its use")))
-}
-
 fn unknown_call(id: u32) -> Error {
     Error::Invalid(format!("call graph {id} does not exist"))
 }

@@ -1,13 +1,16 @@
 //! What a prepared op becomes as a node of a graph, and building that node.
 
+use std::collections::HashSet;
 use std::ffi::CStr;
 
 use crate::error::{Error, Result};
 use crate::kernels::column_sums::{sums_dims, ColumnSums};
 use crate::kernels::elementwise::{broadcasts, ElementOp, Elementwise, Program};
+use crate::op_plan::properties::takes_computed_integers;
 use crate::op_plan::{attrs, PreparedOp};
 use crate::tf::custom_op::CpuKernel;
-use crate::tf::graph::{Graph, NodeOutput};
+use crate::tf::dtype::DType;
+use crate::tf::graph::{node_name, Graph, NodeOutput};
 use crate::tf::status::Status;
 use tensorflow_sys as sys;
 
@@ -77,10 +80,108 @@ impl<'a> NodeOp<'a> {
     }
 }
 
+/// Checks that `input`, of node `at` in a graph of `feeds` feeds, comes before the node.
+pub fn check_ref(input: Ref, at: usize, feeds: usize) -> Result<()> {
+    let ok = match input {
+        Ref::Feed(k) => (k as usize) < feeds,
+        Ref::Node { index, .. } => (index as usize) < at,
+    };
+    ok.then_some(())
+        .ok_or_else(|| Error::Invalid(format!("{input:?} does not come before its use")))
+}
+
+/// The nodes of a graph being built from recorded steps: the feeds' nodes (`Ref::Feed`), then
+/// one per step (`Ref::Node`; `None` for a step left out).
+pub struct BuiltNodes {
+    feeds: Vec<NodeOutput>,
+    nodes: Vec<Option<NodeOutput>>,
+}
+
+impl BuiltNodes {
+    /// The node output `input` refers to.
+    pub fn output_of(&self, input: Ref) -> Result<NodeOutput> {
+        match input {
+            Ref::Feed(k) => self
+                .feeds
+                .get(k as usize)
+                .copied()
+                .ok_or_else(|| Error::Invalid(format!("feed {k} does not exist"))),
+            Ref::Node { index, output } => self
+                .nodes
+                .get(index as usize)
+                .copied()
+                .flatten()
+                .ok_or_else(|| Error::Invalid(format!("node {index} is not built")))?
+                .at(output as usize)
+                .ok_or_else(|| Error::Invalid(format!("node {index} has no output {output}"))),
+        }
+    }
+}
+
+/// What a graph is built for, which decides what its nodes may be.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// Runs in place of recorded ops (whole calls, deferred runs): only ops whose kernels the
+    /// package knows as nodes (`PreparedOp::node`), and an integer computed in the graph feeds
+    /// only inputs that are data (`takes_computed_integers`): such a graph needs every shape
+    /// from its feeds' shapes, and TF's shape inference reads a shape or an axis from a
+    /// constant, never from a node's output.
+    Replay,
+    /// TF's own runtime (an export), which works shapes out as it runs: any op, fed anything.
+    TensorFlow,
+}
+
+/// Adds a node per step (`None`: a step nothing needs, left out) after the `feeds`' nodes,
+/// named `n{index}`; returns them with the refs the nodes take.
+pub fn add_steps<'a>(
+    graph: &Graph,
+    feeds: Vec<NodeOutput>,
+    steps: impl Iterator<Item = Option<NodeOp<'a>>>,
+    target: Target,
+    status: &Status,
+) -> Result<(BuiltNodes, HashSet<Ref>)> {
+    let mut built = BuiltNodes {
+        feeds,
+        nodes: Vec::new(),
+    };
+    let mut used = HashSet::new();
+    for (index, step) in steps.enumerate() {
+        let Some(step) = step else {
+            built.nodes.push(None);
+            continue;
+        };
+        if target == Target::Replay && step.prepared.node.is_none() {
+            return Err(Error::Invalid(format!(
+                "{} cannot be a graph node",
+                step.prepared.name.to_string_lossy()
+            )));
+        }
+        let mut inputs = Vec::with_capacity(step.inputs.len());
+        for (i, &input) in step.inputs.iter().enumerate() {
+            let output = built.output_of(input)?;
+            used.insert(input);
+            if target == Target::Replay
+                && matches!(input, Ref::Node { .. })
+                && output.dtype().is_some_and(DType::is_integer)
+                && !takes_computed_integers(&step.prepared.name, i, step.inputs.len())
+            {
+                return Err(Error::Invalid(format!(
+                    "{} input {i} is an integer computed in the graph",
+                    step.prepared.name.to_string_lossy()
+                )));
+            }
+            inputs.push(output);
+        }
+        let node = add_node(graph, &step, &node_name("n", index)?, &inputs, status)?;
+        built.nodes.push(Some(node));
+    }
+    Ok((built, used))
+}
+
 /// Adds `step` (its prepared op, built as `step.built`) as node `node_name` on `inputs` (flat,
 /// as the op runs eagerly, then any fused ops' arguments), grouped into the arguments of its
 /// definition: one input each, or one list.
-pub fn add_node(
+fn add_node(
     graph: &Graph,
     step: &NodeOp<'_>,
     node_name: &CStr,
@@ -106,12 +207,6 @@ pub fn add_node(
     }
     let prepared = step.prepared;
     let label = || prepared.name.to_string_lossy();
-    if prepared.node.is_none() {
-        return Err(Error::Invalid(format!(
-            "{} cannot be a graph node",
-            label()
-        )));
-    }
     let args = prepared.signature.input_args();
     let flat: usize = args.iter().map(|&(length, _)| length).sum();
     // A fused convolution takes its fused ops' arguments after the convolution's own inputs.

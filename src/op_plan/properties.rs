@@ -198,6 +198,8 @@ const OPS: &[OpProperties] = &[
     op("SelectV2", Deferrable).data_inputs(Every),
     op("Selu", Deferrable),
     op("SeluGrad", Deferrable),
+    // Only in exported graphs (saved_model_export.js: a shape tfjs-converter read in JS).
+    op("Shape", InCalls).data_inputs(Every),
     op("Sigmoid", Deferrable),
     op("SigmoidGrad", Deferrable),
     op("Sign", Deferrable),

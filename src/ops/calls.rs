@@ -1,6 +1,7 @@
 //! Whole calls as one graph (`crate::graphs::calls`): compiled from what JS recorded, run on
 //! the JS thread or as an executor job, set up ahead of need.
 
+use std::ffi::CString;
 use std::sync::Arc;
 
 use super::io;
@@ -8,10 +9,43 @@ use super::runtime::Runtime;
 use crate::error::Result;
 use crate::executor::Job;
 use crate::graphs::calls::{CallGraph, RecordedOp};
+use crate::graphs::export::{export_graph, ExportFeed, ExportedGraph};
 use crate::graphs::nodes::Ref;
 use crate::op_plan::PreparedOp;
+use crate::tensor_spec::TensorSpec;
 
 impl Runtime {
+    /// The graph of a SavedModel computing `recorded` (`crate::graphs::export`): fed the
+    /// `inputs` (a placeholder's name, a tensor of its dtype, its dims), reading the
+    /// `variables` (a name, a tensor of its dtype and dims), holding the `constant_ids`.
+    pub fn export_call(
+        &mut self,
+        plans: &[PreparedOp],
+        recorded: &[RecordedOp],
+        inputs: Vec<(CString, u64, Vec<i64>)>,
+        variables: Vec<(CString, u64)>,
+        constant_ids: &[u64],
+        outputs: &[(CString, Ref)],
+    ) -> Result<ExportedGraph> {
+        let mut feeds = Vec::with_capacity(inputs.len() + variables.len() + constant_ids.len());
+        for (name, id, dims) in inputs {
+            let handle = self.share(plans, id)?;
+            let spec = TensorSpec {
+                dtype: TensorSpec::of(&handle, &self.status)?.dtype,
+                dims: dims.into(),
+            };
+            feeds.push(ExportFeed::Input { name, spec });
+        }
+        for (name, id) in variables {
+            let spec = TensorSpec::of(&self.share(plans, id)?, &self.status)?;
+            feeds.push(ExportFeed::Variable { name, spec });
+        }
+        for &id in constant_ids {
+            feeds.push(ExportFeed::Constant(self.share(plans, id)?));
+        }
+        export_graph(plans, recorded, &feeds, outputs, &self.status)
+    }
+
     /// Compiles `recorded` into one graph fed like `fed_ids` (tensors each call feeds anew,
     /// whose dtypes type the feeds; `fed_dims`, when given, their dims, -1 where calls
     /// differ), holding the tensors of `fixed_ids` (used by every call as they are now),

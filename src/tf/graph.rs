@@ -8,9 +8,26 @@ use std::ptr::NonNull;
 use tensorflow_sys as sys;
 
 use super::dtype::DType;
+use super::proto::Buffer;
 use super::status::Status;
 use super::tensor::Tensor;
 use crate::error::{Error, Result};
+
+#[allow(clashing_extern_declarations)]
+extern "C" {
+    /// Declared with `int` instead of the `TF_DataType` enum: a graph may hold dtypes (float8,
+    /// int4, quantized) that the Rust enum lacks, and reading those into it would be undefined
+    /// behaviour.
+    #[link_name = "TF_OperationOutputType"]
+    fn TF_OperationOutputTypeCode(oper_out: sys::TF_Output) -> c_int;
+}
+
+/// The dtype code TF declares for `output`, a node output of a live graph.
+pub(super) fn output_type_code(output: sys::TF_Output) -> c_int {
+    // SAFETY: callers pass outputs of live graphs' nodes with their index in range (made by
+    // `NodeOutput` or a session's port lookup, which check it).
+    unsafe { TF_OperationOutputTypeCode(output) }
+}
 
 pub struct Graph(NonNull<sys::TF_Graph>);
 
@@ -38,6 +55,11 @@ impl NodeOutput {
             node: self.node,
             index: index as c_int,
         })
+    }
+
+    /// The dtype TF declares for this output (`None` for one the dtype table lacks).
+    pub fn dtype(self) -> Option<DType> {
+        DType::from_tf_code(output_type_code(self.raw()))
     }
 }
 
@@ -70,6 +92,20 @@ impl Graph {
         Ok(NodeBuilder { raw, _graph: self })
     }
 
+    /// A `Placeholder` node named `name`, fed a tensor of `dtype` and `dims` (-1: any size).
+    pub fn placeholder(
+        &self,
+        name: &CStr,
+        dtype: DType,
+        dims: &[i64],
+        status: &Status,
+    ) -> Result<NodeOutput> {
+        let mut node = self.node(c"Placeholder", name)?;
+        node.set_type(c"dtype", dtype.tf);
+        node.set_shape(c"shape", Some(dims));
+        node.finish(status)
+    }
+
     /// A `Const` node named `name` holding `value`, a tensor of `dtype`.
     pub fn constant(
         &self,
@@ -85,6 +121,15 @@ impl Graph {
         let finished = node.finish(status);
         set?;
         finished
+    }
+
+    /// The graph as a serialized `GraphDef`.
+    pub fn to_graph_def(&self, status: &Status) -> Result<Vec<u8>> {
+        let buffer = Buffer::new()?;
+        // SAFETY: graph and buffer are live; TF writes the serialized GraphDef into the buffer.
+        unsafe { sys::TF_GraphToGraphDef(self.0.as_ptr(), buffer.0, status.raw()) };
+        status.check()?;
+        Ok(buffer.bytes().to_vec())
     }
 
     pub(super) fn raw(&self) -> *mut sys::TF_Graph {

@@ -7,23 +7,13 @@ use std::ptr::{self, NonNull};
 
 use tensorflow_sys as sys;
 
-use super::dtype::DType;
-use super::graph::{Graph, NodeOutput};
+use super::graph::{output_type_code, Graph, NodeOutput};
 use super::proto::Buffer;
 use super::signals::AsyncSignalsBlocked;
 use super::status::Status;
 use super::tensor::Tensor;
 use super::trace::{self, SpanKind, Timing, FULL_TRACE_RUN_OPTIONS};
 use crate::error::{Error, Result};
-
-#[allow(clashing_extern_declarations)]
-extern "C" {
-    /// Declared with `int` instead of the `TF_DataType` enum: a graph may hold dtypes (float8,
-    /// int4, quantized) that the Rust enum lacks, and reading those into it would be undefined
-    /// behaviour.
-    #[link_name = "TF_OperationOutputType"]
-    fn TF_OperationOutputTypeCode(oper_out: sys::TF_Output) -> c_int;
-}
 
 /// A session over a graph. Fields drop in order: the session before the graph it runs.
 pub struct Session {
@@ -172,13 +162,7 @@ impl Session {
 
     /// The dtype code TF declares for the port.
     pub fn port_dtype(&self, port: Port<'_>) -> i32 {
-        // SAFETY: the port's operation belongs to this live graph and its index is in range.
-        unsafe { TF_OperationOutputTypeCode(port.output) }
-    }
-
-    /// The dtype TF declares for a node output of this session's graph.
-    pub fn output_dtype(&self, output: NodeOutput) -> Option<DType> {
-        DType::from_tf_code(self.port_dtype(self.port_of(output)))
+        output_type_code(port.output)
     }
 
     /// Feeds `inputs` and fetches `outputs`, returning one tensor per output.

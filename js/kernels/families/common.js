@@ -115,6 +115,8 @@ const OWN_OP_ATTRS = new Map();
  */
 function runOwnOp(b, op, intLists, inputs) {
   if (missingOwnOps.has(op)) return null;
+  // The package's own ops exist in this process only.
+  if (b.portableOps()) return null;
   const byKey = cachedAttrs(OWN_OP_ATTRS, op, () => new Map());
   const attrs = cachedAttrs(byKey, JSON.stringify(intLists),
                             () => Object.entries(intLists).map(([k, v]) => A.ints(k, v)));

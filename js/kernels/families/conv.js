@@ -445,7 +445,9 @@ function fusedConv(b, {x, filter, bias, preluActivationWeights}, attrs, depthwis
     const fusedOps = vec != null ? fusedOpsFor(attrs.activation) : null;
     // Measured here (oneDNN build): _FusedConv2D beats Conv2D + BiasAdd + Relu from about 16
     // input channels on (9.3 vs 11.4 ms at 32), but is 1.8-3x slower with 1 or 3 of them.
-    const fusedPays = depthwise || info.inChannels >= FUSED_CONV_MIN_IN_CHANNELS;
+    // A SavedModel's graph takes the three public ops, which TF's graph optimizer fuses again.
+    const fusedPays = (depthwise || info.inChannels >= FUSED_CONV_MIN_IN_CHANNELS) &&
+        !b.portableOps();
     if (fusedOps !== null && fusedPays && x.dtype === 'float32' && !unsupported.has(opName) &&
         (spec.padding !== 'EXPLICIT' || (!depthwise && nonNegative(spec.pads)))) {
       const padAttrs = spec.padding !== 'EXPLICIT' ?

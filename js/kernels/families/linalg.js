@@ -79,8 +79,8 @@ function matMulRaw(b, a, bb, transposeA, transposeB) {
     const m = transposeA ? a2.shape[1] : a2.shape[0];
     const k = transposeA ? a2.shape[0] : a2.shape[1];
     const n = transposeB ? b2.shape[0] : b2.shape[1];
-    const op = a.dtype === 'float32' && m * k * n <= EIGEN_MATMUL_MAX_WORK ? 'SparseMatMul' :
-                                                                             'MatMul';
+    const op = a.dtype === 'float32' && m * k * n <= EIGEN_MATMUL_MAX_WORK &&
+        !b.portableOps() ? 'SparseMatMul' : 'MatMul';
     return b.run1(op, productAttrs(op, a.dtype, transposeA, transposeB), [a2, b2]);
   });
 }
