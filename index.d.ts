@@ -260,17 +260,26 @@ export declare namespace node {
     signatures?: {[key: string]: {outputs?: string[]}};
     /** The MetaGraph's tags; default `['serve']`. */
     tags?: string[];
+    /**
+     * A function's arguments (required for a function, ignored for models): a shape each, null
+     * for a dim of any size, a dtype (default float32) and a name (default `input_<k>`).
+     */
+    inputs?: Array<{name?: string; shape: Array<number | null>;
+                    dtype?: 'float32' | 'int32' | 'bool'}>;
   }
 
   /**
-   * Writes `model` as a TensorFlow SavedModel in `dir`: `saved_model.pb` (the predict graph,
+   * Writes `model` (or a function of tensors, `tf.node.function`, whose arguments
+   * `options.inputs` declares) as a TensorFlow SavedModel in `dir`: `saved_model.pb` (the graph,
    * batch dimension unknown, and its signatures) and `variables/` (the weights, written by TF's
    * SaveV2), which `tf.saved_model.load`, Keras's `TFSMLayer`, TF Serving and `loadSavedModel`
    * read. Also `model.save('savedmodel://dir')`. Rejects, naming the layer, a model whose
    * predict cannot be a graph of any batch size.
    */
-  export function saveSavedModel(model: LayersModel | GraphModel, dir: string,
-                                 options?: SaveSavedModelOptions): Promise<io.SaveResult>;
+  export function saveSavedModel(
+      model: LayersModel | GraphModel |
+          ((...args: Tensor[]) => Tensor | Tensor[] | {[name: string]: Tensor}),
+      dir: string, options?: SaveSavedModelOptions): Promise<io.SaveResult>;
 
   /**
    * Exact int64 values (tfjs has no int64 dtype): a shape and a BigInt64Array. Feeds int64

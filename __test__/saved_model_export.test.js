@@ -279,6 +279,15 @@ test('saveSavedModel: TF 2.21 loads each family, TFSMLayer too, and fine-tunes i
                {signatures: {serving_default: {}, probs_only: {outputs: ['probs']}}});
   const gx = tf.randomUniform([3, 28, 28, 1], 0, 1, 'float32', 5);
   await addJob('graph', graphModel, [gx], [graphModel.predict(gx)]);
+  // A tf.node.function of two outputs, over a trainable and a frozen variable.
+  const w = tf.variable(tf.randomNormal([3, 4], 0, 1, 'float32', 1), true, 'fn/w');
+  const bias = tf.variable(tf.tensor1d([0.5, -0.5, 0.25, 0]), false, 'fn/b');
+  const fn = tf.node.function((x) => ({score: tf.relu(tf.add(tf.matMul(x, w), bias)),
+    total: tf.sum(x, 1)}));
+  const fx = tf.randomUniform([7, 3], -1, 1, 'float32', 6);
+  const fout = fn(fx);
+  await addJob('function', fn, [fx], [fout.score, fout.total],
+               {inputs: [{name: 'x', shape: [null, 3]}]});
 
   const jobFile = path.join(scratch, 'jobs.json');
   fs.writeFileSync(jobFile, JSON.stringify({models: jobs, layoutDir: path.join(scratch, 'python')}));
@@ -318,6 +327,7 @@ test('saveSavedModel: TF 2.21 loads each family, TFSMLayer too, and fine-tunes i
   assert.strictEqual(byName.batchNorm.variables, 8);
   assert.strictEqual(byName.batchNorm.trainable, 6);
   assert.strictEqual(byName.graph.trainable, 0);
+  assert.deepStrictEqual([byName.function.variables, byName.function.trainable], [2, 1]);
   assert.deepStrictEqual(byName.functional.signatures, ['probs_only', 'serving_default']);
   const losses = byName.lstm.fineTune;
   assert.ok(Array.isArray(losses) && losses[2] < losses[0], `fine-tuning losses ${losses}`);
@@ -401,7 +411,11 @@ test('saveSavedModel: what cannot be exported is an Error naming the layer, noth
   assert.strictEqual(tf.memory().numTensors, before);
   const model = tf.sequential({layers: [dense()]});
   const dir = newDir('arguments');
-  await assert.rejects(tf.node.saveSavedModel({}, dir), /must be a tf.LayersModel or a tf.GraphModel/);
+  await assert.rejects(tf.node.saveSavedModel({}, dir), /must be a tf.LayersModel, a tf.GraphModel/);
+  await assert.rejects(tf.node.saveSavedModel((x) => x, dir), /a function needs options.inputs/);
+  await assert.rejects(tf.node.saveSavedModel((x) => tf.add(x, x.dataSync()[0]), dir,
+                                              {inputs: [{shape: [null, 2]}]}),
+                       /the function cannot be exported: its call reads values/);
   await assert.rejects(tf.node.saveSavedModel(model, ''), /directory must be a non-empty string/);
   await assert.rejects(tf.node.saveSavedModel(model, dir, {tags: []}), /tags must be a non-empty/);
   await assert.rejects(tf.node.saveSavedModel(model, dir, {signatures: {s: {outputs: ['nope']}}}),

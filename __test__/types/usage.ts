@@ -42,6 +42,7 @@ async function main(): Promise<void> {
   const mean: tf.Tensor2D = tf.node.distributed.allReduce(x, 'Add', 'Div');
 
   const exported: tf.io.SaveResult = await tf.node.saveSavedModel(model, '/tmp/exported', { signatures: { serving_default: {} }, tags: ['serve'] });
+  await tf.node.saveSavedModel(tf.node.function((t: tf.Tensor) => tf.relu(t)), '/tmp/relu', { inputs: [{ name: 'x', shape: [null, 3] }] });
   const metaGraphs: tf.MetaGraph[] = await tf.node.getMetaGraphsFromSavedModel('/tmp/saved');
   const saved: tf.node.TFSavedModel = await tf.node.loadSavedModel('/tmp/saved', ['serve'], 'serving_default');
   const out = saved.predict(x) as tf.Tensor;

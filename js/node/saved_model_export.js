@@ -48,14 +48,16 @@ const VARIABLES_DIR = 'variables';
 const CHECKPOINT_PREFIX = 'variables';
 
 /**
- * Saves `model` (a tf.LayersModel or tf.GraphModel) as a SavedModel in `dir` (made if absent).
- * `signatures`: signature key -> `{outputs}` (output names; default all), default
+ * Saves `model` (a tf.LayersModel, a tf.GraphModel, or a function of tensors such as a
+ * `tf.node.function`, whose arguments `inputs` declares) as a SavedModel in `dir` (made if
+ * absent). `signatures`: signature key -> `{outputs}` (output names; default all), default
  * `{serving_default: {}}`; `tags`: the MetaGraph's tags, default `['serve']`.
  * Returns tfjs's SaveResult.
  */
-async function saveSavedModel(model, dir, {signatures = {serving_default: {}}, tags = ['serve']} = {}) {
+async function saveSavedModel(model, dir, {signatures = {serving_default: {}}, tags = ['serve'],
+  inputs} = {}) {
   const name = 'tf.node.saveSavedModel';
-  const spec = modelSpec(model, name);
+  const spec = modelSpec(model, name, inputs);
   if (typeof dir !== 'string' || dir === '') {
     throw new TypeError(`${name}: the directory must be a non-empty string`);
   }
@@ -137,16 +139,18 @@ async function writeSavedModel(dir, savedModel, variables, check) {
  * trainable variables, the weights that become variables besides tfjs's (`weights`), and its
  * layers.
  */
-function modelSpec(model, name) {
+function modelSpec(model, name, inputs) {
+  if (typeof model === 'function') return functionSpec(model, name, inputs);
   if (model instanceof LayersModel) {
     // The layers' names (a Sequential model leaves inputNames and outputNames empty).
     return {
       ...inputsAndOutputs(model, model.inputs.map((t) => t.sourceLayer.name),
                           model.outputs.map((t) => t.sourceLayer.name), name),
-      run: (xs) => model.predictOnBatch(xs.length === 1 ? xs[0] : xs),
+      run: (xs) => [].concat(model.predictOnBatch(xs.length === 1 ? xs[0] : xs)),
       trainable: new Set(model.trainableWeights.map((w) => w.val)),
       weights: new Map(),
       layers: layersOf(model),
+      label: 'the model',
     };
   }
   if (model instanceof GraphModel) {
@@ -154,14 +158,61 @@ function modelSpec(model, name) {
     const outputNames = model.outputs.map((o) => o.name);
     return {
       ...inputsAndOutputs(model, inputNames, outputNames, name),
-      run: (xs) => model.execute(Object.fromEntries(inputNames.map((n, i) => [n, xs[i]])),
-                                 outputNames),
+      run: (xs) => [].concat(model.execute(
+          Object.fromEntries(inputNames.map((n, i) => [n, xs[i]])), outputNames)),
       trainable: new Set(),
       weights: floatWeights(model),
       layers: [],
+      label: 'the model',
     };
   }
-  throw new TypeError(`${name}: the model must be a tf.LayersModel or a tf.GraphModel`);
+  throw new TypeError(`${name}: the model must be a tf.LayersModel, a tf.GraphModel or a ` +
+                      'function of tensors (tf.node.function)');
+}
+
+/**
+ * modelSpec of a function of tensors (a `tf.node.function`, or any function of tensors that
+ * returns a tensor, an array of them or an object of them): its inputs as `inputs` declares
+ * them (`[{name, shape, dtype}]`, null for a dim of any size), its outputs named by the keys
+ * of an object it returns, else `output_<k>`; the variables it reads train as they do in tfjs.
+ */
+function functionSpec(fn, name, inputs) {
+  if (!Array.isArray(inputs) || inputs.length === 0 || !inputs.every((i) => i !== null &&
+      typeof i === 'object' && Array.isArray(i.shape))) {
+    throw new TypeError(`${name}: a function needs options.inputs, [{name, shape, dtype}] with a ` +
+                        'shape (null for a dim of any size) per argument');
+  }
+  const declared = inputs.map((i) => ({shape: i.shape, dtype: i.dtype || 'float32'}));
+  const inputNames = inputs.map((i, k) => i.name === undefined ? `input_${k}` : String(i.name));
+  const examples = exampleInputs({inputs: declared.map(({shape, dtype}) =>
+    ({dtype, dims: shape.map((d) => d === null ? -1 : d)}))}, BATCH_SIZES[0], OTHER_SIZES[0]);
+  let outputNames;
+  try {
+    const result = fn(...examples);
+    const tensors = result instanceof tfc.Tensor ? [result] :
+        Array.isArray(result) ? result : Object.values(result || {});
+    outputNames = result instanceof tfc.Tensor || Array.isArray(result) ?
+        tensors.map((_, k) => `output_${k}`) : Object.keys(result);
+    if (tensors.length === 0 || !tensors.every((t) => t instanceof tfc.Tensor)) {
+      throw new TypeError(`${name}: the function must return a tensor, or an array or object of ` +
+                          'tensors');
+    }
+    tfc.dispose(tensors);
+  } finally {
+    tfc.dispose(examples);
+  }
+  const keys = uniqueKeys(inputNames.concat(outputNames));
+  const asList = (result) => result instanceof tfc.Tensor ? [result] :
+      Array.isArray(result) ? result : outputNames.map((n) => result[n]);
+  return {
+    inputs: declared.map(({shape, dtype}, i) => inputSpec(keys[i], dtype, shape, name)),
+    outputs: outputNames.map((n, j) => outputSpec(n, keys[inputNames.length + j])),
+    run: (xs) => asList(fn(...xs)),
+    trainable: new Set(Object.values(tfc.engine().registeredVariables).filter((v) => v.trainable)),
+    weights: new Map(),
+    layers: [],
+    label: 'the function',
+  };
 }
 
 /** `{inputs, outputs}` of modelSpec, for inputs and outputs of these names. */
@@ -294,7 +345,7 @@ function record(backend, spec, batch, other) {
   try {
     outcome = runRecorded(backend, recording, () => spec.run(inputs));
   } catch (e) {
-    throw new Error(`tf.node.saveSavedModel: the model's predict failed on inputs of ` +
+    throw new Error(`tf.node.saveSavedModel: ${spec.label} failed on inputs of ` +
                     `${batch} rows: ${e.message}`, {cause: e});
   } finally {
     restore.forEach((undo) => undo());
@@ -303,7 +354,7 @@ function record(backend, spec, batch, other) {
   tfc.dispose(outcome.result);
   if (outcome.call === null) {
     recording.release();
-    const where = failedIn !== null ? `layer '${failedIn}'` : 'the model';
+    const where = failedIn !== null ? `layer '${failedIn}'` : spec.label;
     throw new Error(`tf.node.saveSavedModel: ${where} cannot be exported: its call ` +
                     `${recording.failure}`);
   }
@@ -314,7 +365,7 @@ function record(backend, spec, batch, other) {
         best = r;
       }
     }
-    return best !== null ? `layer '${best.layer}'` : 'the model';
+    return best !== null ? `layer '${best.layer}'` : spec.label;
   };
   return {call: outcome.call, recording, layerOf};
 }
@@ -588,10 +639,7 @@ async function checkLoaded(spec, dir, tags, signature, outputNames, name) {
     return dtype === 'float32' ? tfc.randomUniform(shape, -1, 1) : tfc.zeros(shape, dtype);
   });
   try {
-    const want = tfc.tidy(() => {
-      const out = spec.run(inputs);
-      return Array.isArray(out) ? out : out instanceof tfc.Tensor ? [out] : Object.values(out);
-    });
+    const want = tfc.tidy(() => spec.run(inputs));
     const feed = Object.fromEntries(spec.inputs.map((input, i) => [input.key, inputs[i]]));
     const got = loaded.predict(feed);
     try {
