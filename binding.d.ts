@@ -242,11 +242,12 @@ export declare function listDevices(): Array<DeviceInfo>
 export declare function loadOpLibrary(path: string): Array<string>
 
 /**
- * `loadSavedModel(exportDir, tags, sessionConfig?)` → a session id. `sessionConfig`: the
- * session's own `ConfigProto` fields (js/configure.js), over the process's. Loading the same
- * directory with the same tags and options again shares the session (one more reference).
+ * `loadSavedModel(exportDir, tags, sessionConfig?, ownSession?)` → a session id.
+ * `sessionConfig`: the session's own `ConfigProto` fields (js/configure.js), over the
+ * process's. Loading the same directory with the same tags and options again shares the
+ * session (one more reference), unless either load asks for a session of its own.
  */
-export declare function loadSavedModel(exportDir: string, tags: string[], sessionConfig?: Uint8Array): number
+export declare function loadSavedModel(exportDir: string, tags: string[], sessionConfig?: Uint8Array, ownSession?: boolean): number
 
 /**
  * Elements per op, on average, up to which a call graph's first run is queued on the executor

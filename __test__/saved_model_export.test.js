@@ -363,6 +363,27 @@ test('savedmodel:// saves LayersModels and GraphModels through tfjs\'s IO router
   graphModel.dispose();
 });
 
+test('saveSavedModel into a folder whose earlier SavedModel is still loaded checks the new one', async () => {
+  const model = tf.sequential({layers: [tf.layers.dense({inputShape: [2], units: 1,
+    kernelInitializer: 'ones'})]});
+  const dir = newDir('again');
+  const x = tf.tensor2d([[1, 2]]);
+  await tf.node.saveSavedModel(model, dir);
+  const {inputs: [key]} = await signatureKeys(dir);
+  const before = await tf.node.loadSavedModel(dir);
+  model.setWeights([tf.tensor2d([[2], [-1]]), tf.tensor1d([0.5])]);
+  // The check loads the files in a session of its own: the open one still holds the old weights.
+  await tf.node.saveSavedModel(model, dir);
+  const old = Object.values(before.predict({[key]: x}))[0];
+  assert.deepStrictEqual(Array.from(old.dataSync()), [3]);
+  before.dispose();
+  const after = await tf.node.loadSavedModel(dir);
+  const now = Object.values(after.predict({[key]: x}))[0];
+  assert.deepStrictEqual(Array.from(now.dataSync()), [0.5]);
+  after.dispose();
+  tf.dispose([x, old, now]);
+});
+
 class ReadsItsInput extends tf.layers.Layer {
   constructor() {
     super({name: 'reads_its_input'});

@@ -20,6 +20,8 @@ struct Entry {
     session: Arc<Session>,
     /// Models (JS `TFSavedModel`s) using the session; it closes when the last one is deleted.
     refs: u32,
+    /// Whether later loads of the same key share it (`load`'s `share`).
+    shared: bool,
 }
 
 /// Session ids count up from 1 and are never reused.
@@ -47,13 +49,15 @@ fn tf_path(path: &std::path::Path) -> String {
 
 impl SavedModels {
     /// The id of the session for `dir`, `tags` and `config` (the session's own `ConfigProto`
-    /// fields, see `Session::load_saved_model`): an existing one (one more reference) or a
-    /// newly loaded one.
+    /// fields, see `Session::load_saved_model`): with `share`, an existing shared one (one more
+    /// reference) or a newly loaded one that later loads share; without, a newly loaded one of
+    /// its own (what the files hold now, whatever sessions of them are open).
     pub fn load(
         &mut self,
         dir: &str,
         tags: &[String],
         config: &[u8],
+        share: bool,
         status: &Status,
     ) -> Result<u64> {
         let path = std::fs::canonicalize(dir).map_err(|e| {
@@ -70,7 +74,11 @@ impl SavedModels {
         sorted.sort();
         sorted.dedup();
         let key = (path, sorted, config.to_vec());
-        if let Some((&id, entry)) = self.entries.iter_mut().find(|(_, e)| e.key == key) {
+        let existing = self
+            .entries
+            .iter_mut()
+            .find(|(_, e)| e.shared && e.key == key);
+        if let (true, Some((&id, entry))) = (share, existing) {
             entry.refs += 1;
             return Ok(id);
         }
@@ -94,6 +102,7 @@ impl SavedModels {
                 key,
                 session: Arc::new(session),
                 refs: 1,
+                shared: share,
             },
         );
         Ok(self.next_id)

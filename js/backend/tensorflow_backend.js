@@ -330,11 +330,12 @@ class TensorFlowBackend extends tfc.KernelBackend {
   // ---------------------------------------------------------------- SavedModel sessions
 
   /**
-   * A session id for the SavedModel in `dir` tagged `tags` (shared by equal loads);
-   * `sessionConfig`: the session's own ConfigProto fields (js/configure.js).
+   * A session id for the SavedModel in `dir` tagged `tags` (shared by equal loads, unless
+   * one asks for `ownSession`); `sessionConfig`: the session's own ConfigProto fields
+   * (js/configure.js).
    */
-  loadSavedModel(dir, tags, sessionConfig) {
-    return this.binding.loadSavedModel(dir, tags, sessionConfig);
+  loadSavedModel(dir, tags, sessionConfig, ownSession = false) {
+    return this.binding.loadSavedModel(dir, tags, sessionConfig, ownSession);
   }
 
   /** Runs session `id` on native input ids; returns the raw outputs `[{id, shape, dtype}]`. */

@@ -498,11 +498,22 @@ async function loadSavedModel(dir, tags = ['serve'], signature = 'serving_defaul
     throw new TypeError('tags must be an array of strings');
   }
   if (typeof signature !== 'string') throw new TypeError('signature must be a string');
-  const sessionConfig = sessionConfigProto(options, 'loadSavedModel');
+  return loadSignature(dir, tags, signature, sessionConfigProto(options, 'loadSavedModel'), false);
+}
+
+/**
+ * `loadSavedModel` in a session of its own, which no other load shares: what the files hold
+ * now, though a session of an earlier SavedModel in `dir` is still open (an export's check).
+ */
+function loadSavedModelApart(dir, tags, signature) {
+  return loadSignature(dir, tags, signature, undefined, true);
+}
+
+async function loadSignature(dir, tags, signature, sessionConfig, ownSession) {
   const b = tensorflowBackend('loadSavedModel');
   const metaGraphs = await getMetaGraphsFromSavedModel(dir);
   const entry = getSignatureDefEntryFromMetaGraphInfo(metaGraphs, tags, signature);
-  const sessionId = b.loadSavedModel(dir, tags, sessionConfig);
+  const sessionId = b.loadSavedModel(dir, tags, sessionConfig, ownSession);
   return new TFSavedModel(b, sessionId, entry, dir, tags);
 }
 
@@ -515,6 +526,7 @@ module.exports = {
   getMetaGraphsFromSavedModel,
   getSignatureDefEntryFromMetaGraphInfo,
   loadSavedModel,
+  loadSavedModelApart,
   getNumOfSavedModels,
   TFSavedModel,
   parseSavedModel,

@@ -14,18 +14,20 @@ use crate::saved_model::SessionRun;
 /// Inputs and outputs beyond this are a caller's mistake.
 const MAX_TENSORS: u32 = 4096;
 
-/// `loadSavedModel(exportDir, tags, sessionConfig?)` → a session id. `sessionConfig`: the
-/// session's own `ConfigProto` fields (js/configure.js), over the process's. Loading the same
-/// directory with the same tags and options again shares the session (one more reference).
+/// `loadSavedModel(exportDir, tags, sessionConfig?, ownSession?)` → a session id.
+/// `sessionConfig`: the session's own `ConfigProto` fields (js/configure.js), over the
+/// process's. Loading the same directory with the same tags and options again shares the
+/// session (one more reference), unless either load asks for a session of its own.
 #[napi_derive::napi(
     js_name = "loadSavedModel",
-    ts_args_type = "exportDir: string, tags: string[], sessionConfig?: Uint8Array"
+    ts_args_type = "exportDir: string, tags: string[], sessionConfig?: Uint8Array, ownSession?: boolean"
 )]
 pub fn load_saved_model(
     env: Env,
     export_dir: Unknown,
     tags: Unknown,
     session_config: Option<Uint8Array>,
+    own_session: Option<bool>,
 ) -> napi::Result<f64> {
     state_call(&env, |js, state| {
         let mut buf = Vec::new();
@@ -35,9 +37,10 @@ pub fn load_saved_model(
             return Err(Error::Invalid("tags must name at least one tag".into()));
         }
         let config = session_config.as_deref().unwrap_or_default();
+        let share = !own_session.unwrap_or(false);
         let id = state
             .saved_models
-            .load(&dir, &tags, config, state.runtime.status())?;
+            .load(&dir, &tags, config, share, state.runtime.status())?;
         Ok(id as f64)
     })
 }
