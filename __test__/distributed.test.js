@@ -741,6 +741,20 @@ test('over a network with delay: a remote predict is two round trips, the JS thr
     const median = roundTrips.slice(2).sort((a, b) => a - b)[2];
     assert.ok(median > 1.5 && median < 2.9, `round trips per call: ${roundTrips.join(', ')}`);
 
+    // A call of 5 outputs (a training step's loss and new weights) brings them back at once:
+    // about as many round trips as one output (one after another, each added one).
+    const fiveOutputs = tf.node.function((a) => [1, 2, 3, 4, 5].map((k) => tf.mul(a, k)));
+    const fiveTrips = [];
+    for (let call = 0; call < 5; call++) {
+      const start = performance.now();
+      const outs = tf.node.withDevice(worker(0), () => fiveOutputs(x));
+      const values = await Promise.all(outs.map((y) => y.data()));
+      fiveTrips.push((performance.now() - start) / (2 * DELAY_MS));
+      assert.strictEqual(values[4][1], 5 * x.dataSync()[1], `call ${call}`);
+    }
+    const fiveMedian = fiveTrips.slice(2).sort((a, b) => a - b)[1];
+    assert.ok(fiveMedian < 3.9, `round trips per call of 5 outputs: ${fiveTrips.join(', ')}`);
+
     // Four calls at once are in flight together, each on a thread of its own: they take the
     // round trips of about one (counted as above), where one after another would take 8.
     const start = performance.now();
