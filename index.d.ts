@@ -188,10 +188,15 @@ export declare namespace node {
 
   /**
    * Runs `fn` with every op it issues placed on `device` (a full name as `listDevices` gives
-   * it); `fn` must be synchronous. Ops in the scope run one by one (no deferred runs or call
-   * graphs).
+   * it). When `fn` returns a Promise (an async function: `model.fit`, `trainOnBatch`,
+   * `evaluate`), the scope holds for its work after each `await` too, until that Promise
+   * settles, and `withDevice` returns a Promise of its result; other async work meanwhile runs
+   * where its own scope says. Single ops in the scope run one by one (no deferred runs); a
+   * whole call (a predict, a training step, `tf.node.function`) runs as one TF function call on
+   * `device`.
    */
-  export function withDevice<T>(device: string, fn: () => T): T;
+  export function withDevice<T>(device: string,
+                                fn: () => T): T extends PromiseLike<infer R> ? Promise<R> : T;
 
   /**
    * The device that ran the op making `tensor`, or with `{backing: true}` the device holding

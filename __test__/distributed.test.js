@@ -80,6 +80,22 @@ async function cpuPredict(model, x) {
   }
 }
 
+/** Runs `fn` on tfjs's cpu backend. */
+async function onCpu(fn) {
+  await tf.setBackend('cpu');
+  try {
+    return await fn();
+  } finally {
+    await tf.setBackend('tensorflow');
+  }
+}
+
+/** The losses of `model.fit(x, y, args)`, then the weights it ends with, flat. */
+async function fitOutcome(model, x, y, args) {
+  const history = await model.fit(x, y, args);
+  return [...history.history.loss, ...model.getWeights().flatMap((w) => Array.from(w.dataSync()))];
+}
+
 const addressesOf = (ports) => ports.map((p) => `127.0.0.1:${p}`);
 const worker = (task) => `/job:worker/replica:0/task:${task}/device:CPU:0`;
 
@@ -136,6 +152,34 @@ test('withDevice on this process\'s CPU: a whole call runs there as one function
     close(y.dataSync(), expected, 1e-6, `call ${call}`);
   }
   assert.ok(tf.node.callGraphStats().replays - replays >= 2, 'graph replays');
+});
+
+test('no op is deferred in a device scope, after a call recorded there too', () => {
+  const cpu = '/job:localhost/replica:0/task:0/device:CPU:0';
+  const model = tf.sequential({layers: [tf.layers.dense({inputShape: [3], units: 2})]});
+  const x = tf.ones([2, 3]);
+  const a = tf.ones([4]);
+  // Runs of 24 ops, repeated: outside a scope they are deferred.
+  const loop = () => {
+    for (let i = 0; i < 50; i++) {
+      tf.tidy(() => {
+        let y = a;
+        for (let k = 0; k < 8; k++) y = tf.relu(tf.mul(tf.add(y, 1), 2));
+        y.dataSync();
+      });
+    }
+  };
+  const deferredOps = () => tf.backend().binding.stats().deferredOps;
+  let before = deferredOps();
+  loop();
+  assert.ok(deferredOps() > before, 'deferred outside a scope');
+  before = deferredOps();
+  tf.node.withDevice(cpu, () => {
+    // The recording ends by resuming deferred runs: the scope must keep them off.
+    model.predict(x);
+    loop();
+  });
+  assert.strictEqual(deferredOps() - before, 0);
 });
 
 test('a port already taken is a JS error with TF\'s message', async () => {
@@ -367,6 +411,112 @@ test('Node worker processes run ops and models placed on them', async (t) => {
     }
   });
 
+  await t.test('fit inside an async withDevice trains on the worker, one call per step: ' +
+               'equal to a local fit and to the cpu backend\'s', async () => {
+    const fitArgs = {...trainingSetup(tf, 0).fitArgs, shuffle: false};
+    const local = trainingSetup(tf, 0);
+    const expected = await fitOutcome(local.model, local.x, local.y, fitArgs);
+    const onCpuBackend = await onCpu(() => {
+      const {model, x, y} = trainingSetup(tf, 0);
+      return fitOutcome(model, x, y, fitArgs);
+    });
+    close(expected, onCpuBackend, 1e-4, 'local against cpu');
+
+    const {model, x, y} = trainingSetup(tf, 0);
+    const before = tf.node.callGraphStats();
+    const placedInFit = [];
+    const remote = await tf.node.withDevice(worker(0), async () => {
+      const outcome = await fitOutcome(model, x, y, {...fitArgs, callbacks: {
+        // Ops of the fit's JS after its awaits are in the scope too.
+        onBatchEnd: () => placedInFit.push(tf.node.deviceOf(tf.neg(tf.scalar(1)))),
+      }});
+      assert.strictEqual(tf.node.deviceOf(tf.neg(tf.scalar(1))), worker(0), 'after the fit');
+      return outcome;
+    });
+    const after = tf.node.callGraphStats();
+    close(remote, expected, 1e-5, 'losses, then weights');
+    assert.deepStrictEqual(new Set(placedInFit), new Set([worker(0)]));
+    // 3 epochs of 3 batches: the first step compiles (placed, as its key says), the 8 others
+    // replay its function on the worker.
+    assert.strictEqual(after.compiled - before.compiled, 1, after.lastFailure);
+    assert.ok(after.replays - before.replays >= 8, `replays ${after.replays - before.replays}`);
+    assert.match(tf.node.deviceOf(tf.neg(tf.scalar(1))), /^\/job:client\//);
+
+    // trainOnBatch and evaluate go on from there, on the other worker, as locally.
+    const steps = async (m) => {
+      const losses = [];
+      for (let step = 0; step < 4; step++) losses.push(await m.trainOnBatch(x, y));
+      const evaluated = m.evaluate(x, y, {batchSize: 8});
+      return [...losses, ...await evaluated.data(), ...await m.predict(x).data()];
+    };
+    const onWorker = await tf.node.withDevice(worker(1), () => steps(model));
+    close(onWorker, await steps(local.model), 1e-5, 'trainOnBatch losses, evaluate, predict');
+  });
+
+  await t.test('two async scopes interleaving place each its own ops and fits', async () => {
+    const twoFits = [0, 1].map(() => trainingSetup(tf, 0));
+    const fitArgs = {...twoFits[0].fitArgs, shuffle: false};
+    const expected = await (() => {
+      const {model, x, y} = trainingSetup(tf, 0);
+      return fitOutcome(model, x, y, fitArgs);
+    })();
+    const outcomes = await Promise.all([0, 1].map((task) => tf.node.withDevice(worker(task),
+        async () => {
+          for (let turn = 0; turn < 5; turn++) {
+            // Each await lets the other scope run ops before this one's next.
+            await new Promise((resolve) => setImmediate(resolve));
+            const y = tf.mul(tf.scalar(turn), task + 1);
+            assert.strictEqual(tf.node.deviceOf(y), worker(task), `turn ${turn}`);
+            assert.strictEqual((await y.data())[0], turn * (task + 1));
+          }
+          const {model, x, y} = twoFits[task];
+          return fitOutcome(model, x, y, fitArgs);
+        })));
+    close(outcomes[0], expected, 1e-5, 'on worker 0');
+    close(outcomes[1], expected, 1e-5, 'on worker 1');
+  });
+
+  await t.test('a timer that fires while a remote fit is awaited runs its ops here', async () => {
+    const {model, x, y, fitArgs} = trainingSetup(tf, 0);
+    const timerDevices = [];
+    const timer = setInterval(() => timerDevices.push(tf.node.deviceOf(tf.neg(tf.scalar(1)))), 1);
+    try {
+      await tf.node.withDevice(worker(0), () => model.fit(x, y, {...fitArgs, callbacks: {
+        // Longer than the timer's interval: it fires during the fit.
+        onBatchEnd: () => new Promise((resolve) => setTimeout(resolve, 3)),
+      }}));
+    } finally {
+      clearInterval(timer);
+    }
+    assert.ok(timerDevices.length > 0, 'the timer fired during the fit');
+    for (const device of timerDevices) assert.match(device, /^\/job:client\//);
+  });
+
+  await t.test('an async scope resolves to its function\'s result, and rejects with its ' +
+               'error, TF\'s Error too', async () => {
+    const value = await tf.node.withDevice(worker(0), async () => {
+      await null;
+      return tf.node.deviceOf(tf.neg(tf.scalar(2)));
+    });
+    assert.strictEqual(value, worker(0));
+    const thrown = new Error('thrown after an await');
+    await assert.rejects(tf.node.withDevice(worker(0), async () => {
+      await null;
+      throw thrown;
+    }), (e) => e === thrown);
+    // TF's error from the worker, as tfjs's kernels word it.
+    const params = tf.tensor1d([10, 20, 30]);
+    await assert.rejects(tf.node.withDevice(worker(1), async () => {
+      await null;
+      return tf.gather(params, tf.tensor1d([5], 'int32')).data();
+    }), (e) => e instanceof Error && typeof e.code === 'string' &&
+        /index value 5 is not in \[0, 2\]/.test(e.message));
+    // The scopes are closed: ops run here, and on the worker when placed there.
+    assert.match(tf.node.deviceOf(tf.neg(tf.scalar(1))), /^\/job:client\//);
+    assert.strictEqual((await tf.node.withDevice(worker(1), async () => tf.gather(params,
+        tf.tensor1d([2], 'int32')).data()))[0], 30);
+  });
+
   await t.test('a worker that dies: its ops fail, the others go on, reconnecting works',
                async () => {
     // A whole call compiled on this cluster, used again on the next one.
@@ -590,6 +740,20 @@ test('over a network with delay: a remote predict is two round trips, the JS thr
     // answer and asks for the value), bounded generously on both sides.
     const median = roundTrips.slice(2).sort((a, b) => a - b)[2];
     assert.ok(median > 1.5 && median < 2.9, `round trips per call: ${roundTrips.join(', ')}`);
+
+    // A call of 5 outputs (a training step's loss and new weights) brings them back at once:
+    // about as many round trips as one output (one after another, each added one).
+    const fiveOutputs = tf.node.function((a) => [1, 2, 3, 4, 5].map((k) => tf.mul(a, k)));
+    const fiveTrips = [];
+    for (let call = 0; call < 5; call++) {
+      const start = performance.now();
+      const outs = tf.node.withDevice(worker(0), () => fiveOutputs(x));
+      const values = await Promise.all(outs.map((y) => y.data()));
+      fiveTrips.push((performance.now() - start) / (2 * DELAY_MS));
+      assert.strictEqual(values[4][1], 5 * x.dataSync()[1], `call ${call}`);
+    }
+    const fiveMedian = fiveTrips.slice(2).sort((a, b) => a - b)[1];
+    assert.ok(fiveMedian < 3.9, `round trips per call of 5 outputs: ${fiveTrips.join(', ')}`);
 
     // Four calls at once are in flight together, each on a thread of its own: they take the
     // round trips of about one (counted as above), where one after another would take 8.

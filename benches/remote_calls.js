@@ -7,11 +7,14 @@
 //   trips (ms over the added round trip time, where that is large against the machine's own);
 // - serving: requests per second of an HTTP server in this process whose every request sends
 //   its predict to the worker, `CLIENTS` clients with keep-alive at once, for `SERVE_MS`;
+// - remote fit: `await withDevice(worker, () => model.fit(...))` of the dense 784-128-10 model
+//   (`FIT` samples, batches of 32) on the one worker, samples per second of the timed epoch,
+//   op by op (call graphs off) and with each training step one call of its graph;
 // - training: `tf.node.distributed.fit` in 2 worker processes (benches/distributed.js's model),
 //   samples per second of the timed epoch.
 // Ratios are printed, nothing is asserted. Needs root for `ip netns` (skips with why, else).
 //
-//   node benches/remote_calls.js [--json FILE]
+//   node benches/remote_calls.js [--json FILE] [--delays MS,MS,...]
 
 const fs = require('fs');
 const http = require('http');
@@ -26,6 +29,8 @@ const DELAYS_MS = [0, 0.5, 2, 10];
 const CLIENTS = 8;
 const SERVE_MS = 1500;
 const CALLS = 20;
+/** The remote fit's data: samples, batch size. */
+const FIT = {samples: 1024, batchSize: 32};
 
 /** Median ms of `CALLS` remote predicts read with `await data()`, after 3 warm-ups. */
 async function remotePredictMs(model, x) {
@@ -69,7 +74,21 @@ async function serve(model, x) {
   return done / SERVE_MS * 1e3;
 }
 
-async function atDelay(rttMs, model, x) {
+/**
+ * Samples per second of a fit on the worker (`await withDevice(...)`), the epoch after a first
+ * one that compiles the step (or, op by op, warms up).
+ */
+async function remoteFitSamplesPerSecond(model, data) {
+  model.compile({optimizer: tf.train.sgd(0.05), loss: 'categoricalCrossentropy'});
+  const fit = () => tf.node.withDevice(WORKER, () => model.fit(data.x, data.y, {
+    batchSize: FIT.batchSize, epochs: 1, shuffle: false, verbose: 0}));
+  await fit();
+  const start = performance.now();
+  await fit();
+  return FIT.samples / (performance.now() - start) * 1e3;
+}
+
+async function atDelay(rttMs, model, x, fitData) {
   const ports = await freePorts(2);
   const network = await delayedWorkers({workers: 1, delayMs: rttMs / 2, ports: ports.slice(0, 1)});
   if (network.skip !== undefined) return {skip: network.skip};
@@ -86,6 +105,8 @@ async function atDelay(rttMs, model, x) {
         const ms = await remotePredictMs(model, x);
         result[graphs ? 'graph' : 'opByOp'] = {
           ms, roundTrips: rttMs >= 2 ? ms / rttMs : null, requestsPerSecond: await serve(model, x),
+          fitSamplesPerSecond: await remoteFitSamplesPerSecond(denseModel(784, 128, 10, 7),
+                                                               fitData),
         };
       }
     } finally {
@@ -114,9 +135,14 @@ async function main() {
     await model.predict(x).data();
     localMs.push(performance.now() - start);
   }
+  const fitData = {
+    x: tf.randomUniform([FIT.samples, 784], 0, 1, 'float32', 2),
+    y: tf.oneHot(tf.randomUniform([FIT.samples], 0, 10, 'int32', 3), 10).toFloat(),
+  };
   const results = {localPredictMs: median(localMs), delays: []};
-  for (const rttMs of DELAYS_MS) {
-    const at = await atDelay(rttMs, model, x);
+  const delays = process.argv.indexOf('--delays');
+  for (const rttMs of delays < 0 ? DELAYS_MS : process.argv[delays + 1].split(',').map(Number)) {
+    const at = await atDelay(rttMs, model, x, fitData);
     results.delays.push(at);
     if (at.skip !== undefined) {
       console.log(`skipped: ${at.skip}`);
@@ -128,8 +154,11 @@ async function main() {
                 `(x${(opByOp.ms / graph.ms).toFixed(2)}), round trips ${trips(opByOp)} -> ` +
                 `${trips(graph)}; server ${opByOp.requestsPerSecond.toFixed(0)} -> ` +
                 `${graph.requestsPerSecond.toFixed(0)} req/s (x` +
-                `${(graph.requestsPerSecond / opByOp.requestsPerSecond).toFixed(2)}); fit, 2 ` +
-                `workers: ${fit.samplesPerSecond.toFixed(0)} samples/s`);
+                `${(graph.requestsPerSecond / opByOp.requestsPerSecond).toFixed(2)}); fit on ` +
+                `the worker ${opByOp.fitSamplesPerSecond.toFixed(0)} -> ` +
+                `${graph.fitSamplesPerSecond.toFixed(0)} samples/s (x` +
+                `${(graph.fitSamplesPerSecond / opByOp.fitSamplesPerSecond).toFixed(2)}); ` +
+                `distributed fit, 2 workers: ${fit.samplesPerSecond.toFixed(0)} samples/s`);
   }
   const out = process.argv.indexOf('--json');
   if (out >= 0) fs.writeFileSync(process.argv[out + 1], JSON.stringify(results) + '\n');

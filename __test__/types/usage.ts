@@ -38,6 +38,8 @@ async function main(): Promise<void> {
   const deviceNames: string[] = tf.node.listDevices().map((d) => d.name);
   const placed: tf.Tensor2D = tf.node.withDevice('/job:worker/replica:0/task:0/device:CPU:0', () => tf.matMul(x, x));
   const where: string = tf.node.deviceOf(placed, { backing: true });
+  const trainedThere: tf.History = await tf.node.withDevice('/job:worker/replica:0/task:0/device:CPU:0',
+                                                            async () => model.fit(x, tf.ones([2, 1]), { epochs: 1 }));
   const history: tf.History = await tf.node.distributed.fit(model, x, tf.ones([2, 1]), { cluster: { worker: ['127.0.0.1:2222'] }, taskIndex: 0, batchSize: 2, epochs: 1 });
   const mean: tf.Tensor2D = tf.node.distributed.allReduce(x, 'Add', 'Div');
 

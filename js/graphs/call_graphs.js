@@ -98,7 +98,9 @@ class CallGraphs {
   call(key, inputs, run, sideEffects) {
     const backend = tfc.backend();
     if (!ready(backend)) return run();
-    // A graph compiled inside `tf.node.withDevice` runs on that device: keyed apart.
+    // A graph compiled inside `tf.node.withDevice` runs on that device: keyed apart, by the
+    // scope of this call's async context.
+    if (backend.openDeviceScopes !== 0) backend.followDeviceScope();
     const signature = backend.placementKey() + '|' + key + aliasKey(inputs);
     const dims = dimsKey(inputs);
     let entry = this.entries.get(signature + dims);

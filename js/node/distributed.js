@@ -184,14 +184,14 @@ function listDevices() {
   return tensorflowBackend('tf.node.listDevices').listDevices();
 }
 
-/** Device names of the `withDevice` scopes entered, innermost last. */
-const scopes = [];
-
 /**
  * Runs `fn()` with every op it issues placed on `device` (a full TF device name, as
  * `listDevices` gives them: '/job:worker/replica:0/task:1/device:CPU:0'); returns what `fn`
- * returns. Inputs move to that device and results are read back as usual. `fn` must be
- * synchronous, as in `tf.tidy`. Inside the scope single ops run one by one (deferred runs are
+ * returns. Inputs move to that device and results are read back as usual. `fn` may be async
+ * (return a Promise): the scope then holds for its work after each `await` too, until the
+ * Promise settles, and `withDevice` returns a Promise of its result (so `model.fit`,
+ * `trainOnBatch` and `evaluate` train or test there), while other async work meanwhile runs
+ * where its own scope says. Inside the scope single ops run one by one (deferred runs are
  * off), and a whole call (predict, execute, a training step, `tf.node.function`) compiled
  * there runs as one TF function call on `device`: on a remote worker, one request per call.
  */
@@ -202,27 +202,9 @@ function withDevice(device, fn) {
   }
   if (typeof fn !== 'function') throw new TypeError(`${name}: fn must be a function`);
   const backend = tensorflowBackend(name);
-  const outermost = scopes.length === 0;
   // A whole call being recorded cannot hold ops placed elsewhere: it stays eager.
-  const recorded = backend.ops.recording !== null;
   backend.notRecordable(`${name} places ops`);
-  const pause = outermost && !recorded;
-  backend.setDeviceScope(device);
-  scopes.push(device);
-  if (pause) backend.pauseDeferring(true);
-  let result;
-  try {
-    result = fn();
-  } finally {
-    scopes.pop();
-    if (pause) backend.pauseDeferring(false);
-    backend.setDeviceScope(outermost ? null : scopes[scopes.length - 1]);
-  }
-  if (result !== null && typeof result === 'object' && typeof result.then === 'function') {
-    throw new TypeError(`${name}: fn returned a Promise; it must be synchronous (ops after an ` +
-                        'await would run outside the scope)');
-  }
-  return result;
+  return backend.runInDeviceScope(device, fn);
 }
 
 /**

@@ -71,11 +71,41 @@ impl Placed {
         if !self.remote {
             return Ok(outputs);
         }
-        outputs
-            .iter()
-            .map(|output| TensorHandle::from_tensor(&output.resolve(status)?, status))
-            .collect()
+        bring_here(outputs, status)
     }
+}
+
+/// Copies a remote call's `outputs` to this process. Each output is a request of its own, which
+/// waits for its answer: one after another, every output past the first added a round trip (a
+/// training step's loss and 4 new weights: 40 ms more per step at 10 ms RTT), so outputs past
+/// the first are asked for from threads of their own, at once.
+fn bring_here(outputs: Vec<TensorHandle>, status: &Status) -> Result<Vec<TensorHandle>> {
+    fn copy(output: &TensorHandle, status: &Status) -> Result<TensorHandle> {
+        TensorHandle::from_tensor(&output.resolve(status)?, status)
+    }
+    let mut outputs = outputs.into_iter();
+    let Some(first) = outputs.next() else {
+        return Ok(Vec::new());
+    };
+    std::thread::scope(|scope| {
+        let others: Vec<_> = outputs
+            .map(|output| {
+                std::thread::Builder::new()
+                    .name("tfjs-node-rs output".into())
+                    .spawn_scoped(scope, move || copy(&output, &Status::new()))
+                    .map_err(|e| Error::Invalid(format!("cannot start an output's thread: {e}")))
+            })
+            .collect();
+        let mut copies = vec![copy(&first, status)];
+        for other in others {
+            copies.push(other.and_then(|thread| {
+                thread
+                    .join()
+                    .unwrap_or_else(|_| Err(Error::Invalid("an output's thread panicked".into())))
+            }));
+        }
+        copies.into_iter().collect()
+    })
 }
 
 /// An op the call ran: the prepared op, where its flat inputs came from, and its outputs'

@@ -106,11 +106,13 @@ enum Step {
     Now { at: TrieStep, new: Vec<u64> },
 }
 
-/// Runs `call`, deferring it when it can (never on a pending input, an executor job's output),
+/// Runs `call`, deferring it when it can (never on a pending input, an executor job's output;
+/// never in a device scope, whose ops must run where it says, not in this process's sessions),
 /// writing its outputs into `io`. Returns the output count.
 pub fn run_or_defer(state: &mut Runtime, call: &OpCall, io: &mut [f64]) -> Result<u32> {
     let step = if state.deferred.enabled
         && !state.deferred.paused
+        && state.context.device_scope().is_none()
         && call.prepared().node.is_some_and(|kind| kind.deferrable)
         && !call.pending
     {
