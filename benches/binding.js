@@ -9,15 +9,11 @@ const {execFileSync} = require('node:child_process');
 
 process.env.TF_CPP_MIN_LOG_LEVEL = process.env.TF_CPP_MIN_LOG_LEVEL || '2';
 const binding = require('../binding.js');
+const {median} = require('./stats');
 
 const root = path.resolve(__dirname, '..');
 const quick = process.argv.includes('--quick');
 const REPEATS = quick ? 3 : 7;
-
-function median(values) {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[sorted.length >> 1];
-}
 
 /** Median over REPEATS of the mean ns per call of `body` run `n` times. */
 function nsPerCall(n, body) {

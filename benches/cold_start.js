@@ -15,6 +15,7 @@ const {performance} = require('perf_hooks');
 const fs = require('fs');
 const path = require('path');
 const {spawnSync} = require('child_process');
+const {median} = require('./stats');
 
 const MODELS = ['blazeface', 'centernet'];
 const RUNS = 6;
@@ -70,13 +71,6 @@ function durations(ends) {
     before = ends[phase];
   }
   return out;
-}
-
-function median(xs) {
-  const s = xs.filter(Number.isFinite).sort((a, b) => a - b);
-  if (!s.length) return null;
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 }
 
 /** Spawns one run; its phases and the whole process's wall time (ms). */

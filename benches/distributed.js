@@ -20,15 +20,11 @@ const {spawn} = require('child_process');
 
 const tf = require('..');
 const {freePorts} = require('../js/node/distributed');
+const {median} = require('./stats');
 
 const WORKER = '/job:worker/replica:0/task:0/device:CPU:0';
 // gRPC sends through http(s)_proxy when one is set; these tasks are all on this machine.
 process.env.no_grpc_proxy = process.env.no_grpc_proxy || '127.0.0.1,localhost';
-
-function median(xs) {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)];
-}
 
 async function freeAddresses(count) {
   return (await freePorts(count)).map((p) => `127.0.0.1:${p}`);
@@ -185,4 +181,4 @@ if (require.main === module) {
 
 module.exports = {measure, path: path.resolve(__filename),
   // for benches/remote_calls.js
-  task, training, denseModel, median, WORKER, TRAIN};
+  task, training, denseModel, WORKER, TRAIN};

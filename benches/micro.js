@@ -4,6 +4,7 @@
 // and the RSS of a 400 MB tensor (the last in a process of its own).
 
 const {performance} = require('perf_hooks');
+const {median} = require('./stats');
 
 const now = () => performance.now();
 const gc = () => { if (global.gc) global.gc(); };
@@ -13,12 +14,6 @@ const gc = () => { if (global.gc) global.gc(); };
 // bytecode flushing nor the semi-space size explained it), so rounds measured the collection's
 // aftermath rather than the backend.
 const youngGc = () => { if (global.gc) global.gc({type: 'minor'}); };
-
-function median(xs) {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-}
 
 function perOp(tf, task) {
   const a = tf.scalar(1);
@@ -212,4 +207,4 @@ function rss(tf, task) {
   };
 }
 
-module.exports = {now, gc, youngGc, median, micro, perOp, rss};
+module.exports = {now, gc, youngGc, micro, perOp, rss};

@@ -22,7 +22,8 @@ const http = require('http');
 const tf = require('..');
 const {freePorts} = require('../js/node/distributed');
 const {delayedWorkers} = require('../scripts/netns');
-const {task, training, denseModel, median, WORKER} = require('./distributed');
+const {task, training, denseModel, WORKER} = require('./distributed');
+const {median} = require('./stats');
 
 /** Added round trip times, ms. */
 const DELAYS_MS = [0, 0.5, 2, 10];

@@ -9,7 +9,7 @@ const COLORS = {'defer-off': '#2e8b57', 'tfjs-node': '#e8710a', 'wasm': '#5b6abf
 const GROUPS = [{key: 'suite', title: 'Layers suite', of: (r) => !r.workload},
                 {key: 'workloads', title: 'User workloads', of: (r) => r.workload}];
 
-const {median} = require('./micro');
+const {median} = require('./stats');
 
 /** A ratio or measurement with two decimals, for the targets table. */
 const f2 = (x) => (x == null ? 'n/a' : x.toFixed(2));

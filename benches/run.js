@@ -45,6 +45,7 @@ const report = require('./report');
 const ROOT = path.resolve(__dirname, '..');
 const PRIMARY = 'tensorflow';
 const CORE_FLOOR = require('./core_floor').NAME;
+const {median} = require('./stats');
 // DEFER_OFF (`defer-off`): this package with deferring off (TFJS_NODE_RS_DEFER=0), so that
 // every row shows what deferring does, measured in the same run.
 const ALL_BACKENDS = ['tensorflow', DEFER_OFF, 'tfjs-node', 'wasm', 'cpu', 'keras'];
@@ -133,13 +134,6 @@ function runWorker(task, timeoutMs = 15 * 60 * 1000) {
         .join(' | ')}`);
   }
   return result;
-}
-
-function median(xs) {
-  const s = xs.filter((x) => x != null && Number.isFinite(x)).sort((a, b) => a - b);
-  if (!s.length) return null;
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 }
 
 function machine() {

@@ -11,7 +11,6 @@ const fs = require('fs');
 const os = require('os');
 const path = require('path');
 
-
 const REPO_ROOT = path.resolve(__dirname, '..');
 
 function peerDir() {
