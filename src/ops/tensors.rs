@@ -61,7 +61,12 @@ impl Runtime {
         kind: ArrayKind,
         aliased: bool,
     ) -> Result<Value> {
-        sharing.read_typed_array(js, &mut self.tensors, &self.status, id, kind, aliased)
+        let read = sharing.read_typed_array(js, &mut self.tensors, &self.status, id, kind, aliased);
+        if read.is_err() {
+            // As in `resolve`: a remote op's error stays on the executor.
+            self.context.shared().clear_executor_error();
+        }
+        read
     }
 
     /// A new id for tensor `id`'s numeric data in the shape `dims`, sharing its buffer.
