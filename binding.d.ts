@@ -73,6 +73,13 @@ export declare class TfServer {
 export declare function alloc(dtype: NumericDType, length: number): TypedArray
 
 /**
+ * Copies each tensor of `ids` that lives on another task's device, other than the devices
+ * `keepOn`, to this process, in place (the ids stay); returns how many were copied. A tensor
+ * that cannot be copied is dropped, and the first such error thrown once the others are here.
+ */
+export declare function bringTensorsHere(ids: Array<number>, keepOn: Array<string>): number
+
+/**
  * An op the call ran: its prepared op (`prepareOp`), its inputs, and the shapes its outputs
  * had (without them, no chain of element-wise ops is fused: see `graphs::fusions`).
  */
@@ -103,9 +110,11 @@ export declare function callRunsAhead(call: number): boolean
  * Compiles a recorded call into one graph; returns its id for `runCall`. `fedIds` are tensors
  * of the recorded call that each call feeds anew (their dtypes type the feeds, their dims
  * too unless `fedDims` gives others: -1 for a dim whose size calls may vary); `fixedIds`
- * are tensors every call uses as they are now (the graph keeps them).
+ * are tensors every call uses as they are now (the graph keeps them). The first `returned`
+ * fetches (all when absent) are the call's outputs, the rest values it assigns to variables:
+ * a call compiled in a scope of another task's device leaves those there.
  */
-export declare function compileCall(ops: Array<CallOp>, fedIds: Array<number>, fixedIds: Array<number>, fetches: Array<CallRef>, fedDims?: Array<Array<number>> | undefined | null): number
+export declare function compileCall(ops: Array<CallOp>, fedIds: Array<number>, fixedIds: Array<number>, fetches: Array<CallRef>, fedDims?: Array<Array<number>> | undefined | null, returned?: number | undefined | null): number
 
 /**
  * Creates this env's runtime now rather than at its first call: its TF context, and the

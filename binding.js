@@ -837,6 +837,7 @@ module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __n
 module.exports = nativeBinding
 module.exports.TfServer = nativeBinding.TfServer
 module.exports.alloc = nativeBinding.alloc
+module.exports.bringTensorsHere = nativeBinding.bringTensorsHere
 module.exports.callRunsAhead = nativeBinding.callRunsAhead
 module.exports.compileCall = nativeBinding.compileCall
 module.exports.configureRuntime = nativeBinding.configureRuntime

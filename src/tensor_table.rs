@@ -101,7 +101,8 @@ impl TensorTable {
         self.next_id
     }
 
-    /// Gives a deferred output its tensor (dropped at once when JS has deleted the id).
+    /// Gives a deferred output its tensor, or a tensor a new handle (a copy here of a remote
+    /// one); dropped at once when JS has deleted the id.
     pub fn fill(&mut self, id: u64, handle: TensorHandle) {
         if let Some(entry) = self.entries.get_mut(&id) {
             entry.slot = Slot::Ready(handle);

@@ -100,10 +100,11 @@ class OpRunner {
   /**
    * Compiles a recorded call into one graph; returns its id. `fedIds`: tensors each call feeds
    * anew (`fedDims`, when given, their dims, -1 where calls may differ); `fixedIds`: tensors
-   * every call uses as they are now.
+   * every call uses as they are now. The first `returned` fetches are the call's outputs, the
+   * rest the values it assigns to variables, which a call on a remote device leaves there.
    */
-  compileCall(ops, fedIds, fixedIds, fetches, fedDims) {
-    return this.binding.compileCall(ops, fedIds, fixedIds, fetches, fedDims);
+  compileCall(ops, fedIds, fixedIds, fetches, fedDims, returned) {
+    return this.binding.compileCall(ops, fedIds, fixedIds, fetches, fedDims, returned);
   }
 
   /** Runs call graph `id` fed native `feedIds`; returns its outputs as `[{id, shape, dtype}]`. */

@@ -174,6 +174,8 @@ class TensorFlowBackend extends tfc.KernelBackend {
     this.deviceScope = null;
     /** Device scopes (`runInDeviceScope`) not closed yet, in any async context. */
     this.openDeviceScopes = 0;
+    /** Their devices -> how many of them name it. */
+    this.openScopeDevices = new Map();
     /** Clusters connected to so far: a call graph placed on one runs on no later one. */
     this.clusters = 0;
     this.isUsingGpuDevice = binding.isUsingGpuDevice();
@@ -455,30 +457,44 @@ class TensorFlowBackend extends tfc.KernelBackend {
     const scope = {device, open: true, outer: deviceScopes.getStore()};
     this.setDeviceScope(device);
     this.openDeviceScopes++;
+    this.openScopeDevices.set(device, (this.openScopeDevices.get(device) ?? 0) + 1);
     let result;
     try {
       result = deviceScopes.run(scope, fn);
     } catch (e) {
-      this.closeDeviceScope(scope);
+      this.closeDeviceScope(scope, true);
       throw e;
     }
     if (result === null || typeof result !== 'object' || typeof result.then !== 'function') {
-      this.closeDeviceScope(scope);
+      this.closeDeviceScope(scope, false);
       return result;
     }
     // Back in the caller's context, whose ops run where its scope (if any) says.
     this.followDeviceScope();
     return Promise.resolve(result).then((value) => {
-      this.closeDeviceScope(scope);
+      this.closeDeviceScope(scope, false);
       return value;
     }, (e) => {
-      this.closeDeviceScope(scope);
+      this.closeDeviceScope(scope, true);
       throw e;
     });
   }
 
-  closeDeviceScope(scope) {
+  /**
+   * Closes `scope`, then brings here the variables left on remote devices, but those on the
+   * devices of scopes still open (an outer scope's fit, whose next steps use them there; a
+   * sync scope in a fit's callback must not bring its weights here each batch). `failed`:
+   * `fn` threw or rejected, whose error stays the scope's (a variable lost with a worker that
+   * died during a fit goes with that error); else a variable that cannot come back is the error.
+   */
+  closeDeviceScope(scope, failed) {
     scope.open = false;
+    const sharing = this.openScopeDevices.get(scope.device) - 1;
+    if (sharing === 0) {
+      this.openScopeDevices.delete(scope.device);
+    } else {
+      this.openScopeDevices.set(scope.device, sharing);
+    }
     if (--this.openDeviceScopes === 0) {
       // Node.js before 24 carries a store across awaits with async hooks on every Promise
       // (130 -> 420 ns per awaited Promise on Node.js 20, whatever the program): off while no
@@ -486,6 +502,39 @@ class TensorFlowBackend extends tfc.KernelBackend {
       deviceScopes.disable();
     }
     this.followDeviceScope();
+    try {
+      this.bringVariablesHere('tf.node.withDevice', [...this.openScopeDevices.keys()]);
+    } catch (e) {
+      if (!failed) throw e;
+    }
+  }
+
+  /**
+   * Copies here (once) every variable's tensor that lives on another task's device. A call
+   * compiled in a remote scope (a training step on a worker) leaves the values it assigns
+   * there, for its next call to use unsent (`compileCall`'s `returned`); out of the scope, a
+   * local predict, `getWeights` or `save` would fetch them at every use. Variables only: other
+   * tensors a program leaves on a worker are its own, read back when used. A variable's value
+   * still being computed by a call in flight (another scope's) stays; its scope brings it.
+   * Nothing to do outside a cluster. Variables on the devices `keepOn` stay. `fn` names the
+   * API for the error of a variable that cannot come back (its worker is gone), which is then
+   * dropped: reading it fails.
+   */
+  bringVariablesHere(fn, keepOn) {
+    if (this.clusters === 0) return;
+    const ids = [];
+    for (const variable of Object.values(tfc.engine().registeredVariables)) {
+      const rec = this.peek(variable.dataId);
+      if (rec !== undefined && rec.id >= 0) ids.push(rec.id);
+    }
+    if (ids.length === 0) return;
+    try {
+      this.binding.bringTensorsHere(ids, keepOn);
+    } catch (e) {
+      e.message = `${fn}: a variable's value on a remote device could not be copied to this ` +
+                  `process, and is lost: ${e.message}`;
+      throw e;
+    }
   }
 
   /**

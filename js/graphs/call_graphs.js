@@ -377,7 +377,10 @@ class CallGraphs {
       id = backend.ops.compileCall(
           call.ops.map(({op, inputs, outs}) => ({op, inputs: inputs.map(toNative),
                                                  shapes: outs.map((o) => o.shape)})),
-          fed.map((o) => fedId(backend, o)), fixed.map((o) => o.fixed), fetches, fedDims);
+          fed.map((o) => fedId(backend, o)), fixed.map((o) => o.fixed), fetches, fedDims,
+          // Only the outputs come back from a remote device: the variables take the values
+          // assigned there as they are, and the next call feeds them there again unsent.
+          call.outputs.length);
     } catch (e) {
       return e;
     }

@@ -143,7 +143,10 @@ async function freePorts(count) {
  * devices (`/job:worker/replica:0/task:1/device:CPU:0`) run there. The client is one task of its
  * own job, `jobName` (default 'client'), on `address` (default 127.0.0.1 and a free port).
  * Rejects with TF's error when a task does not answer within `timeoutMs`. Connecting again
- * replaces the cluster: tensors still on remote devices are lost then (using them throws).
+ * replaces the cluster: tensors still on remote devices are lost then (using them throws),
+ * but variables are copied here first (a fit still running on a worker in another scope
+ * leaves its weights there); when one cannot be (its worker is gone), it rejects with that
+ * Error without connecting, the variable dropped, and connecting again goes on.
  */
 async function connectToCluster(cluster, {timeoutMs = DEFAULT_TIMEOUT_MS, jobName = 'client',
   address} = {}) {
@@ -160,6 +163,8 @@ async function connectToCluster(cluster, {timeoutMs = DEFAULT_TIMEOUT_MS, jobNam
     throw new RangeError(`${fn}: timeoutMs must be a positive number, got ${timeoutMs}`);
   }
   const backend = tensorflowBackend(fn);
+  // Before the retries below, which would take this error (UNAVAILABLE) for a task starting.
+  backend.bringVariablesHere(fn, []);
   const own = address === undefined ? `127.0.0.1:${(await freePorts(1))[0]}` : address;
   const withClient = checkCluster({...cluster, [jobName]: [own]}, fn);
   const def = serverDef(withClient, jobName, 0);

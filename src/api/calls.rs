@@ -66,7 +66,9 @@ fn recorded_ops(ops: &[CallOp]) -> Result<Vec<RecordedOp>> {
 /// Compiles a recorded call into one graph; returns its id for `runCall`. `fedIds` are tensors
 /// of the recorded call that each call feeds anew (their dtypes type the feeds, their dims
 /// too unless `fedDims` gives others: -1 for a dim whose size calls may vary); `fixedIds`
-/// are tensors every call uses as they are now (the graph keeps them).
+/// are tensors every call uses as they are now (the graph keeps them). The first `returned`
+/// fetches (all when absent) are the call's outputs, the rest values it assigns to variables:
+/// a call compiled in a scope of another task's device leaves those there.
 #[napi_derive::napi(js_name = "compileCall")]
 pub fn compile_call(
     env: Env,
@@ -75,6 +77,7 @@ pub fn compile_call(
     fixed_ids: Vec<f64>,
     fetches: Vec<CallRef>,
     fed_dims: Option<Vec<Vec<i64>>>,
+    returned: Option<u32>,
 ) -> napi::Result<u32> {
     state_call(&env, |_, state| {
         let recorded = recorded_ops(&ops)?;
@@ -90,6 +93,7 @@ pub fn compile_call(
             fed_dims.as_deref(),
             &ids(&fixed_ids)?,
             &refs(&fetches)?,
+            returned.map(|n| n as usize),
         )
     })
 }

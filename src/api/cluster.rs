@@ -121,6 +121,20 @@ pub fn set_device_scope(env: Env, device: Option<String>) -> napi::Result<()> {
     })
 }
 
+/// Copies each tensor of `ids` that lives on another task's device, other than the devices
+/// `keepOn`, to this process, in place (the ids stay); returns how many were copied. A tensor
+/// that cannot be copied is dropped, and the first such error thrown once the others are here.
+#[napi_derive::napi(js_name = "bringTensorsHere")]
+pub fn bring_tensors_here(env: Env, ids: Vec<f64>, keep_on: Vec<String>) -> napi::Result<u32> {
+    state_call(&env, |_, state| {
+        let ids = ids
+            .iter()
+            .map(|&id| super::args::tensor_id_of_number(id, "id"))
+            .collect::<crate::error::Result<Vec<_>>>()?;
+        state.runtime.bring_tensors_here(&ids, &keep_on)
+    })
+}
+
 /// The device that ran the op producing tensor `id` (`backing`: the device holding its memory).
 #[napi_derive::napi(js_name = "tensorDevice")]
 pub fn tensor_device(env: Env, id: f64, backing: bool) -> napi::Result<String> {

@@ -16,7 +16,7 @@ use crate::executor::{Input, Job, Work};
 use crate::op_plan::PreparedOp;
 use crate::tensor_spec::{small_integers, TensorSpec};
 use crate::tf::context::{Context, SharedContext};
-use crate::tf::handle::TensorHandle;
+use crate::tf::handle::{copy_each_here, TensorHandle};
 use crate::tf::op::Op;
 use crate::tf::status::Status;
 
@@ -36,12 +36,18 @@ struct Placed {
     /// The device is another task's: outputs come back in the call, and a call waits for the
     /// network (`Executor::submit_apart`). A local device (a GPU) keeps its outputs.
     remote: bool,
+    /// How many of the outputs, the first, a remote call brings here: the call's own (a loss, a
+    /// predict's result). The rest are the values it assigns to variables (weights, optimizer
+    /// slots), which stay on the device as remote handles: the variables take them, and the
+    /// next call feeds them back, which TF does not send again (it keeps a handle's copy on the
+    /// device), so a training step no longer brings every weight here and sends it back.
+    returned: usize,
     context: SharedContext,
 }
 
 impl Placed {
     /// Calls the function on `inputs` (the fed tensors, then the fixed ones) and, from a remote
-    /// device, brings its outputs here. TF sends a call to a remote device without waiting for it; reading an
+    /// device, brings its first `returned` outputs here (the others stay there). TF sends a call to a remote device without waiting for it; reading an
     /// output waits for its answer, then asks for the value: two round trips (measured: as
     /// many as op by op, which TF pipelines too, but one request instead of one per op, and
     /// none of them on the JS thread when the call is a job). Inputs already
@@ -71,41 +77,17 @@ impl Placed {
         if !self.remote {
             return Ok(outputs);
         }
-        bring_here(outputs, status)
-    }
-}
-
-/// Copies a remote call's `outputs` to this process. Each output is a request of its own, which
-/// waits for its answer: one after another, every output past the first added a round trip (a
-/// training step's loss and 4 new weights: 40 ms more per step at 10 ms RTT), so outputs past
-/// the first are asked for from threads of their own, at once.
-fn bring_here(outputs: Vec<TensorHandle>, status: &Status) -> Result<Vec<TensorHandle>> {
-    fn copy(output: &TensorHandle, status: &Status) -> Result<TensorHandle> {
-        TensorHandle::from_tensor(&output.resolve(status)?, status)
-    }
-    let mut outputs = outputs.into_iter();
-    let Some(first) = outputs.next() else {
-        return Ok(Vec::new());
-    };
-    std::thread::scope(|scope| {
-        let others: Vec<_> = outputs
-            .map(|output| {
-                std::thread::Builder::new()
-                    .name("tfjs-node-rs output".into())
-                    .spawn_scoped(scope, move || copy(&output, &Status::new()))
-                    .map_err(|e| Error::Invalid(format!("cannot start an output's thread: {e}")))
-            })
-            .collect();
-        let mut copies = vec![copy(&first, status)];
-        for other in others {
-            copies.push(other.and_then(|thread| {
-                thread
-                    .join()
-                    .unwrap_or_else(|_| Err(Error::Invalid("an output's thread panicked".into())))
-            }));
+        let kept = outputs.split_off(self.returned.min(outputs.len()));
+        if let (true, Some(first)) = (outputs.is_empty(), kept.first()) {
+            // Nothing read waits for the call: a shape does, so that its error is this call's.
+            first.rank(status)?;
         }
-        copies.into_iter().collect()
-    })
+        let mut here = copy_each_here(outputs, status)
+            .into_iter()
+            .collect::<Result<Vec<_>>>()?;
+        here.extend(kept);
+        Ok(here)
+    }
 }
 
 /// An op the call ran: the prepared op, where its flat inputs came from, and its outputs'
@@ -160,7 +142,9 @@ impl CallGraph {
     /// `fed_dims`, when given, are the fed feeds' dims instead, -1 where calls differ) and the
     /// `fixed` tensors, fetching `fetches`. Refs to feeds count the fed ones first. With a
     /// `device` (the context's device scope), the graph is registered in `context` as a TF
-    /// function that each run calls on that device.
+    /// function that each run calls on that device; on another task's device, only the first
+    /// `returned` fetches (all when `None`) come back here, the others staying there
+    /// (`Placed::returned`).
     #[allow(clippy::too_many_arguments)]
     pub fn compile(
         plans: &[PreparedOp],
@@ -169,10 +153,18 @@ impl CallGraph {
         fed_dims: Option<&[Vec<i64>]>,
         fixed: Vec<TensorHandle>,
         fetches: &[Ref],
+        returned: Option<usize>,
         context: &Context,
         device: Option<&CStr>,
         status: &Status,
     ) -> Result<CallGraph> {
+        let returned = returned.unwrap_or(fetches.len());
+        if returned > fetches.len() {
+            return Err(Error::Invalid(format!(
+                "{returned} of {} fetches cannot come back",
+                fetches.len()
+            )));
+        }
         // The feeds' dtypes and dims: the fed ones, then the fixed ones.
         let mut specs = fed
             .iter()
@@ -235,6 +227,7 @@ impl CallGraph {
                     device: device.to_owned(),
                     outputs: graph.fetch_count(),
                     remote: !context.is_local(&device.to_string_lossy()),
+                    returned,
                     context: context.shared(),
                 }))
             }

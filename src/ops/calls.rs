@@ -49,7 +49,10 @@ impl Runtime {
     /// Compiles `recorded` into one graph fed like `fed_ids` (tensors each call feeds anew,
     /// whose dtypes type the feeds; `fed_dims`, when given, their dims, -1 where calls
     /// differ), holding the tensors of `fixed_ids` (used by every call as they are now),
-    /// fetching `fetches`; returns its id. Inside a device scope it runs there, as a function.
+    /// fetching `fetches`, of which the first `returned` (all when `None`) are the call's
+    /// outputs; returns its id. Inside a device scope it runs there, as a function, and on
+    /// another task's device leaves its other fetches (values it assigns) there.
+    #[allow(clippy::too_many_arguments)]
     pub fn compile_call(
         &mut self,
         plans: &[PreparedOp],
@@ -58,6 +61,7 @@ impl Runtime {
         fed_dims: Option<&[Vec<i64>]>,
         fixed_ids: &[u64],
         fetches: &[Ref],
+        returned: Option<usize>,
     ) -> Result<u32> {
         let mut fed = Vec::with_capacity(fed_ids.len());
         for &id in fed_ids {
@@ -75,6 +79,7 @@ impl Runtime {
             fed_dims,
             fixed,
             fetches,
+            returned,
             &self.context,
             self.context.device_scope(),
             &self.status,

@@ -9,7 +9,7 @@ use crate::error::Result;
 use crate::op_plan::PreparedOp;
 use crate::tf::context::DeviceInfo;
 use crate::tf::dtype::Layout;
-use crate::tf::handle::TensorHandle;
+use crate::tf::handle::{copy_each_here, TensorHandle};
 
 impl Runtime {
     /// Makes the context a client of the cluster in `server_def`, which names this client as
@@ -52,6 +52,67 @@ impl Runtime {
     /// The devices the context can place ops on.
     pub fn devices(&self) -> Result<Vec<DeviceInfo>> {
         self.context.devices(&self.status)
+    }
+
+    /// Copies each tensor of `ids` that lives on another task's device (a variable's value that
+    /// a remote call left there: `graphs::calls::Placed`) to this process, in place: the id
+    /// then holds the copy, and its remote handle goes. Tensors on the devices `keep_on` (those
+    /// of device scopes still open, whose next calls use them there) stay. An executor job's output counts once
+    /// the job is done; one still in flight (another scope's call) is left as it is, as are
+    /// ids JS deleted. A tensor that cannot be copied (its worker is gone) is dropped, as
+    /// connecting to another cluster drops remote tensors (reading it then fails), and the
+    /// first such error is returned once every other tensor is here. Returns how many came.
+    pub fn bring_tensors_here(&mut self, ids: &[u64], keep_on: &[String]) -> Result<u32> {
+        let mut away = Vec::new();
+        let mut handles = Vec::new();
+        let mut first_error = None;
+        for &id in ids {
+            if self
+                .tensors
+                .pending_job(id)
+                .is_some_and(|job| job.is_done())
+                && self.tensors.settle_pending(id, &self.status).is_err()
+            {
+                // The job failed: the id holds no tensor, and its call reported the error.
+                continue;
+            }
+            let Ok(handle) = self.tensors.handle(id) else {
+                continue;
+            };
+            // A remote handle's device waits for its op; a failed op is a lost tensor.
+            match handle.device_name(true, &self.status) {
+                Ok(device) if self.context.is_local(&device) || keep_on.contains(&device) => {}
+                Ok(_) => {
+                    handles.push(handle.share(&self.status)?);
+                    away.push(id);
+                }
+                Err(e) => {
+                    drop(self.tensors.take_handle(id));
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        let mut brought = 0;
+        for (id, copy) in away.into_iter().zip(copy_each_here(handles, &self.status)) {
+            match copy {
+                Ok(copy) => {
+                    self.tensors.fill(id, copy);
+                    brought += 1;
+                }
+                Err(e) => {
+                    drop(self.tensors.take_handle(id));
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        match first_error {
+            Some(e) => {
+                // TF keeps a failed read's error on the executor, for later ops to fail with.
+                self.context.shared().clear_executor_error();
+                Err(e)
+            }
+            None => Ok(brought),
+        }
     }
 
     fn before_context_change(&mut self, plans: &[PreparedOp]) -> Result<()> {

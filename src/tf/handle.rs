@@ -107,6 +107,40 @@ impl TensorHandle {
     }
 }
 
+/// Copies each of `handles` (tensors on another task's device) to this process, each copy's
+/// result apart, in order. Each copy is a request of its own that waits for its answer: one
+/// after another, every handle past the first added a round trip (a training step's loss and 4
+/// new weights: 40 ms more per step at 10 ms RTT), so handles past the first are copied from
+/// threads of their own, at once.
+pub fn copy_each_here(handles: Vec<TensorHandle>, status: &Status) -> Vec<Result<TensorHandle>> {
+    fn copy(handle: &TensorHandle, status: &Status) -> Result<TensorHandle> {
+        TensorHandle::from_tensor(&handle.resolve(status)?, status)
+    }
+    let mut handles = handles.into_iter();
+    let Some(first) = handles.next() else {
+        return Vec::new();
+    };
+    std::thread::scope(|scope| {
+        let others: Vec<_> = handles
+            .map(|handle| {
+                std::thread::Builder::new()
+                    .name("tfjs-node-rs copy".into())
+                    .spawn_scoped(scope, move || copy(&handle, &Status::new()))
+                    .map_err(|e| Error::Invalid(format!("cannot start a copy's thread: {e}")))
+            })
+            .collect();
+        let mut copies = vec![copy(&first, status)];
+        for other in others {
+            copies.push(other.and_then(|thread| {
+                thread
+                    .join()
+                    .unwrap_or_else(|_| Err(Error::Invalid("a copy's thread panicked".into())))
+            }));
+        }
+        copies
+    })
+}
+
 impl Drop for TensorHandle {
     fn drop(&mut self) {
         // SAFETY: this TensorHandle owns the handle and deletes it once.
