@@ -597,4 +597,4 @@ function bytesOf(view) {
   return Buffer.from(view.buffer, view.byteOffset, view.byteLength);
 }
 
-module.exports = {Recording, rebuild, sameOutside};
+module.exports = {Recording, rebuild, sameOutside, sameRef};

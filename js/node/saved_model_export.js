@@ -26,9 +26,9 @@ const path = require('path');
 const tfc = require('@tensorflow/tfjs-core');
 const {LayersModel, loadLayersModel} = require('@tensorflow/tfjs-layers');
 const {GraphModel, loadGraphModel} = require('@tensorflow/tfjs-converter');
-const {Recording} = require('../graphs/recording');
+const {Recording, sameRef} = require('../graphs/recording');
 const {runRecorded} = require('../graphs/call_graphs');
-const {typeAttr} = require('../backend/tensorflow_backend');
+const {typeAttr, sameShape} = require('../backend/tensorflow_backend');
 const {tensorflowBackend} = require('./backend');
 const {writeCheckpoint} = require('./checkpoint');
 const {encodeSavedModel} = require('./saved_model_writer');
@@ -311,10 +311,14 @@ function layersOf(model) {
   return [...layers];
 }
 
+/** `dims` with the batch dim, where unknown, of `batch` and other unknown dims of `other`. */
+function sized(dims, batch, other) {
+  return dims.map((d, i) => d >= 0 ? d : i === 0 ? batch : other);
+}
+
 /** Example inputs of `batch` rows, other unknown dims of `other`: zeros, valid for any input. */
 function exampleInputs(spec, batch, other) {
-  return spec.inputs.map(({dtype, dims}) =>
-    tfc.zeros(dims.map((d, i) => d >= 0 ? d : i === 0 ? batch : other), dtype));
+  return spec.inputs.map(({dtype, dims}) => tfc.zeros(sized(dims, batch, other), dtype));
 }
 
 /**
@@ -496,10 +500,6 @@ function firstDifference(xs, ys) {
   return -1;
 }
 
-function sameRef(a, b) {
-  return b !== undefined && a.outside === b.outside && a.node === b.node && a.output === b.output;
-}
-
 /**
  * A variable's name in the graph and checkpoint: tfjs's own where TF allows it (layer scopes
  * with '/'), else the unique key made from it.
@@ -598,11 +598,7 @@ function filledLikeInput(backend, spec, u, v, made) {
 
 /** Input `i`'s shape in recording `k`. */
 function recordedShape(spec, i, k) {
-  return spec.inputs[i].dims.map((d, j) => d >= 0 ? d : j === 0 ? BATCH_SIZES[k] : OTHER_SIZES[k]);
-}
-
-function sameShape(a, b) {
-  return a.length === b.length && Array.prototype.every.call(a, (d, i) => d === b[i]);
+  return sized(spec.inputs[i].dims, BATCH_SIZES[k], OTHER_SIZES[k]);
 }
 
 /**
@@ -636,7 +632,7 @@ function exportGraph(backend, spec, call) {
 async function checkLoaded(spec, dir, tags, signature, outputNames, name) {
   const loaded = await loadSavedModelApart(dir, tags, signature);
   const inputs = spec.inputs.map(({dtype, dims}) => {
-    const shape = dims.map((d, j) => d >= 0 ? d : j === 0 ? CHECK_BATCH_SIZE : CHECK_OTHER_SIZE);
+    const shape = sized(dims, CHECK_BATCH_SIZE, CHECK_OTHER_SIZE);
     return dtype === 'float32' ? tfc.randomUniform(shape, -1, 1) : tfc.zeros(shape, dtype);
   });
   try {

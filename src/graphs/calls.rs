@@ -47,12 +47,12 @@ struct Placed {
 
 impl Placed {
     /// Calls the function on `inputs` (the fed tensors, then the fixed ones) and, from a remote
-    /// device, brings its first `returned` outputs here (the others stay there). TF sends a call to a remote device without waiting for it; reading an
-    /// output waits for its answer, then asks for the value: two round trips (measured: as
-    /// many as op by op, which TF pipelines too, but one request instead of one per op, and
-    /// none of them on the JS thread when the call is a job). Inputs already
-    /// on the device (TF keeps its copy of a handle sent before, such as a weight's) are not
-    /// sent again.
+    /// device, brings its first `returned` outputs here (the others stay there). TF sends a
+    /// call to a remote device without waiting for it; reading an output waits for its answer,
+    /// then asks for the value: two round trips (measured: as many as op by op, which TF
+    /// pipelines too, but one request instead of one per op, and none of them on the JS thread
+    /// when the call is a job). Inputs already on the device (TF keeps its copy of a handle
+    /// sent before, such as a weight's) are not sent again.
     fn call(&self, inputs: &[&TensorHandle], status: &Status) -> Result<Vec<TensorHandle>> {
         let called = self.call_and_read(inputs, status);
         if called.is_err() {
@@ -371,7 +371,6 @@ fn generalize_dims(specs: &mut [TensorSpec], dims: &[Vec<i64>]) -> Result<()> {
     Ok(())
 }
 
-/// A ref of a node at position `at` (or of a fetch, at the end) must point back.
 fn unknown_call(id: u32) -> Error {
     Error::Invalid(format!("call graph {id} does not exist"))
 }
