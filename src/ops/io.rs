@@ -28,6 +28,7 @@ pub fn write_outputs(state: &mut Runtime, io: &mut [f64]) -> Result<u32> {
         scratch,
         tensors,
         status,
+        context,
         ..
     } = state;
     let Scratch { outputs, dims, .. } = scratch;
@@ -39,6 +40,9 @@ pub fn write_outputs(state: &mut Runtime, io: &mut [f64]) -> Result<u32> {
     for handle in outputs.drain(..) {
         dims.clear();
         if let Err(err) = handle.dims_into(dims, status) {
+            // A remote op that fails on values reports it here, waiting for its shape
+            // (`SharedContext::clear_executor_error`).
+            context.shared().clear_executor_error();
             result = Err(err);
             break;
         }

@@ -145,7 +145,12 @@ impl Runtime {
         backing: bool,
     ) -> Result<String> {
         self.settle(plans, id)?;
-        self.tensors.handle(id)?.device_name(backing, &self.status)
+        let device = self.tensors.handle(id)?.device_name(backing, &self.status);
+        if device.is_err() {
+            // The wait for the op reports its error, as a read does (see `resolve`).
+            self.context.shared().clear_executor_error();
+        }
+        device
     }
 }
 

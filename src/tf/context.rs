@@ -55,12 +55,15 @@ impl SharedContext {
         NonNull::new(raw).map(SharedContext)
     }
 
-    /// Clears the error of this thread's eager executor, after an op or a read failed. TF keeps
-    /// the first error of an op on a remote device (a whole call's function failing on values)
-    /// on the executor and fails every later op that sends a tensor to a worker with it, a
-    /// different op's error, until it is cleared; the failure itself was already reported at
-    /// its own call. The failed op's output reports the error before TF marks the executor, so
-    /// the executor's nodes are waited for first (their errors are this one, already reported).
+    /// Lets a failed op finish failing, after it or a wait for its output (its shape, its
+    /// device, a read) reported the error. TF sends an op for a remote device without waiting,
+    /// and marks its output failed when the worker answers with an error before it marks the
+    /// op done. Marking it done fails the ops still waiting for an answer, with this op's
+    /// error, and keeps the error on the executor for the next ops; the worker also ends the
+    /// request stream, failing the requests sent on it meanwhile. So an op sent in that gap, a
+    /// different one, failed with this error (the op after a remote gather of a bad index: 2
+    /// to 15 in 100 here). The executor's nodes are waited for (their errors are this one,
+    /// already reported), then its error is cleared.
     pub fn clear_executor_error(self) {
         let status = Status::new();
         // SAFETY: the context is live (see the type); the wrapper TF returns does not own the
