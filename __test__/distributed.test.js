@@ -775,6 +775,35 @@ test('a Python tf.distribute.Server serves a Node client', async (t) => {
   assert.deepStrictEqual(Array.from(y.dataSync()), [7, 10, 15, 22]);
 });
 
+test('a worker killed at any moment of a remote fit: the fit rejects with TF\'s error, the ' +
+     'other worker goes on', async () => {
+  for (let round = 0; round < 3; round++) {
+    const ports = await freePorts(2);
+    const cluster = {worker: addressesOf(ports)};
+    const started = await Promise.all([0, 1].map((i) => startChild(
+        process.execPath, [TASK, 'server', JSON.stringify(cluster), String(i)])));
+    await tf.node.connectToCluster(cluster, {timeoutMs: 20000});
+    const {model, x, y} = trainingSetup(tf, 0);
+    // Anywhere in the fit: between steps, or while a step's call or read is in flight.
+    const killAfterMs = 80 + 130 * round + Math.floor(Math.random() * 100);
+    const killer = setTimeout(() => started[0].child.kill('SIGKILL'), killAfterMs);
+    const start = Date.now();
+    try {
+      await assert.rejects(
+          tf.node.withDevice(worker(0), () => model.fit(x, y, {batchSize: 8, epochs: 500,
+                                                               verbose: 0})),
+          (e) => e instanceof Error && typeof e.code === 'string' && e.message.length > 0,
+          `killed after ${killAfterMs} ms`);
+    } finally {
+      clearTimeout(killer);
+    }
+    assert.ok(Date.now() - start < START_MS, `took ${Date.now() - start} ms`);
+    const other = await tf.node.withDevice(worker(1), async () => tf.neg(tf.scalar(3)).data());
+    assert.strictEqual(other[0], -3);
+    started[1].child.kill('SIGKILL');
+  }
+});
+
 // This process became a cluster's client in the tests above.
 test('a cluster\'s client cannot also join a collective group', async () => {
   await assert.rejects(
