@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 use crate::executor::{Input, Job, Work};
 use crate::op_plan::PreparedOp;
 use crate::tensor_spec::{small_integers, TensorSpec};
-use crate::tf::context::{Context, SharedContext};
+use crate::tf::context::{AddedFunction, Context, SharedContext};
 use crate::tf::handle::{copy_each_here, TensorHandle};
 use crate::tf::op::Op;
 use crate::tf::status::Status;
@@ -30,7 +30,7 @@ static FUNCTIONS: AtomicU64 = AtomicU64::new(0);
 /// call of its TF function on that device: on a remote worker, one request per call, where op
 /// by op each op was one.
 struct Placed {
-    function: CString,
+    function: AddedFunction,
     device: CString,
     outputs: usize,
     /// The device is another task's: outputs come back in the call, and a call waits for the
@@ -67,7 +67,7 @@ impl Placed {
         inputs: &[&TensorHandle],
         status: &Status,
     ) -> Result<Vec<TensorHandle>> {
-        let mut op = Op::new(self.context, &self.function, status)?;
+        let mut op = Op::new(self.context, self.function.name(), status)?;
         op.set_device(&self.device, status)?;
         for handle in inputs {
             op.add_input(handle, status)?;
@@ -221,9 +221,8 @@ impl CallGraph {
                 let name = CString::new(format!("tfjs_node_rs_call_{number}"))
                     .map_err(|e| Error::Invalid(e.to_string()))?;
                 let function = graph.to_function(&name, status)?;
-                context.add_function(&function, status)?;
                 Some(Arc::new(Placed {
-                    function: name,
+                    function: context.add_function(&function, name, status)?,
                     device: device.to_owned(),
                     outputs: graph.fetch_count(),
                     remote: !context.is_local(&device.to_string_lossy()),

@@ -2,6 +2,8 @@
 
 use std::ffi::{CStr, CString};
 use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use tensorflow_sys as sys;
 
@@ -28,6 +30,8 @@ pub struct Context {
     local_tasks: Vec<String>,
     /// What the context is in a cluster, once it is in one.
     cluster_role: Option<ClusterRole>,
+    /// How many times the context joined a cluster (see `AddedFunction`).
+    cluster_changes: Arc<AtomicU64>,
 }
 
 /// The context as ops take it, from any thread: TF's eager context is thread-safe. Only the
@@ -75,6 +79,42 @@ impl SharedContext {
                 TFE_ExecutorClearError(executor);
                 TFE_DeleteExecutor(executor);
             }
+        }
+    }
+}
+
+/// A function in the context's library (`Context::add_function`), removed from it when dropped:
+/// each call graph compiled in a device scope adds one, and a server that compiles graphs as it
+/// goes (models loaded and disposed) would grow the library for good. Not when the context
+/// joined a cluster since it was added: TF started the library anew then, and removing a
+/// function it no longer has fails, leaving that error on the executor for the next ops (a
+/// reconnect failed so on Node.js 26).
+pub struct AddedFunction {
+    name: CString,
+    context: SharedContext,
+    cluster_changes: Arc<AtomicU64>,
+    added_at: u64,
+}
+
+impl AddedFunction {
+    pub fn name(&self) -> &CStr {
+        &self.name
+    }
+}
+
+impl Drop for AddedFunction {
+    fn drop(&mut self) {
+        if self.cluster_changes.load(Ordering::Acquire) != self.added_at {
+            return;
+        }
+        let status = Status::new();
+        // SAFETY: the context is live (see `SharedContext`: the function's holders, call graphs
+        // and the jobs running them, go before it); the name outlives the call.
+        unsafe {
+            sys::TFE_ContextRemoveFunction(self.context.raw(), self.name.as_ptr(), status.raw())
+        };
+        if status.check().is_err() {
+            self.context.clear_executor_error();
         }
     }
 }
@@ -127,6 +167,7 @@ impl Context {
                 device_scope: None,
                 local_tasks: vec!["/job:localhost/replica:0/task:0".into()],
                 cluster_role: None,
+                cluster_changes: Arc::default(),
             })
             .ok_or_else(|| Error::Invalid("TFE_NewContext returned no context".into()))
     }
@@ -148,13 +189,30 @@ impl Context {
         self.device_scope = device;
     }
 
-    /// Registers `function` so that eager ops of its name call it, on the cluster's tasks too.
-    /// A name registered before is not sent again, not even to the tasks of a cluster connected
-    /// since (measured: their calls failed with NOT_FOUND), so each function needs a new name.
-    pub fn add_function(&self, function: &Function, status: &Status) -> Result<()> {
+    /// Registers `function`, named `name`, so that eager ops of its name call it, on the
+    /// cluster's tasks too, until the returned value is dropped. A name registered before is
+    /// not sent again, not even to the tasks of a cluster connected since (measured: their
+    /// calls failed with NOT_FOUND), so each function needs a new name.
+    pub fn add_function(
+        &self,
+        function: &Function,
+        name: CString,
+        status: &Status,
+    ) -> Result<AddedFunction> {
         // SAFETY: context and function are live; TF copies the function's definition.
         unsafe { sys::TFE_ContextAddFunction(self.raw(), function.raw(), status.raw()) };
-        status.check()
+        status.check()?;
+        Ok(AddedFunction {
+            name,
+            context: self.shared(),
+            added_at: self.cluster_changes.load(Ordering::Acquire),
+            cluster_changes: self.cluster_changes.clone(),
+        })
+    }
+
+    /// Called before the context joins a cluster: TF starts its function library anew.
+    fn count_cluster_change(&self) {
+        self.cluster_changes.fetch_add(1, Ordering::AcqRel);
     }
 
     /// Whether `device` (a full device name) belongs to one of the tasks this process has been.
@@ -183,6 +241,7 @@ impl Context {
                     .into(),
             ));
         }
+        self.count_cluster_change();
         // Servers the context starts get their threads here, as in `new`.
         let _blocked = AsyncSignalsBlocked::new();
         // SAFETY: the context is live and the bytes outlive the call (TF parses them). Existing
@@ -226,6 +285,7 @@ impl Context {
             }
             None => {}
         }
+        self.count_cluster_change();
         let _blocked = AsyncSignalsBlocked::new();
         // SAFETY: the context is live and the bytes outlive the call (TF parses them).
         unsafe {
@@ -322,5 +382,50 @@ pub fn library_path() -> Option<String> {
                 .to_string_lossy()
                 .into_owned(),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tf::dtype::DType;
+    use crate::tf::graph::Graph;
+
+    fn in_library(context: &Context, name: &CStr) -> bool {
+        // SAFETY: the context is live and the name outlives the call.
+        unsafe { sys::TFE_ContextHasFunction(context.raw(), name.as_ptr()) != 0 }
+    }
+
+    #[test]
+    fn an_added_function_leaves_the_library_when_dropped_but_not_after_a_cluster_change() {
+        let status = Status::new();
+        let context = Context::new(&status).expect("a context");
+        let graph = Graph::new().expect("a graph");
+        let float32 = DType::from_name("float32").expect("float32");
+        let x = graph
+            .placeholder(c"x", float32, &[-1], &status)
+            .expect("a placeholder");
+        let mut neg = graph.node(c"Neg", c"neg").expect("a node");
+        neg.add_input(x);
+        let y = neg.finish(&status).expect("Neg");
+        let add = |name: &CStr| {
+            let function =
+                Function::from_graph(&graph, name, &[x], &[y], &status).expect("a function");
+            context
+                .add_function(&function, name.into(), &status)
+                .expect("added")
+        };
+
+        let added = add(c"negate_dropped");
+        assert!(in_library(&context, c"negate_dropped"));
+        drop(added);
+        assert!(!in_library(&context, c"negate_dropped"));
+
+        // TF drops the library when the context joins a cluster; what is dropped after is not
+        // removed again (TF would fail that, and keep the error on the executor).
+        let added = add(c"negate_before_a_cluster");
+        context.count_cluster_change();
+        drop(added);
+        assert!(in_library(&context, c"negate_before_a_cluster"));
     }
 }
