@@ -54,12 +54,8 @@ impl Placed {
     /// when the call is a job). Inputs already on the device (TF keeps its copy of a handle
     /// sent before, such as a weight's) are not sent again.
     fn call(&self, inputs: &[&TensorHandle], status: &Status) -> Result<Vec<TensorHandle>> {
-        let called = self.call_and_read(inputs, status);
-        if called.is_err() {
-            // The function's error stays on the executor (`SharedContext::clear_executor_error`).
-            self.context.clear_executor_error();
-        }
-        called
+        self.context
+            .cleared_on_error(self.call_and_read(inputs, status))
     }
 
     fn call_and_read(

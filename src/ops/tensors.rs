@@ -38,11 +38,7 @@ impl Runtime {
     pub fn resolve(&mut self, plans: &[PreparedOp], id: u64) -> Result<Tensor> {
         self.settle(plans, id)?;
         let resolved = self.tensors.handle(id)?.resolve(&self.status);
-        if resolved.is_err() {
-            // A remote op's error stays on the executor (`SharedContext::clear_executor_error`).
-            self.context.shared().clear_executor_error();
-        }
-        resolved
+        self.context.shared().cleared_on_error(resolved)
     }
 
     /// A new handle on tensor `id`, computed first if it is not yet.
@@ -62,11 +58,7 @@ impl Runtime {
         aliased: bool,
     ) -> Result<Value> {
         let read = sharing.read_typed_array(js, &mut self.tensors, &self.status, id, kind, aliased);
-        if read.is_err() {
-            // As in `resolve`: a remote op's error stays on the executor.
-            self.context.shared().clear_executor_error();
-        }
-        read
+        self.context.shared().cleared_on_error(read)
     }
 
     /// A new id for tensor `id`'s numeric data in the shape `dims`, sharing its buffer.
@@ -146,11 +138,7 @@ impl Runtime {
     ) -> Result<String> {
         self.settle(plans, id)?;
         let device = self.tensors.handle(id)?.device_name(backing, &self.status);
-        if device.is_err() {
-            // The wait for the op reports its error, as a read does (see `resolve`).
-            self.context.shared().clear_executor_error();
-        }
-        device
+        self.context.shared().cleared_on_error(device)
     }
 }
 

@@ -81,6 +81,15 @@ impl SharedContext {
             }
         }
     }
+
+    /// `result` of a call that ran an op or waited for one (its shape, its device, its value),
+    /// the executor's error cleared first when it failed (`clear_executor_error`).
+    pub fn cleared_on_error<T>(self, result: Result<T>) -> Result<T> {
+        if result.is_err() {
+            self.clear_executor_error();
+        }
+        result
+    }
 }
 
 /// A function in the context's library (`Context::add_function`), removed from it when dropped:
