@@ -291,6 +291,37 @@ function targets(results) {
           mine.requestsPerSecond >= peer.requestsPerSecond);
     }
   }
+  const cold = results.coldStart;
+  if (cold) {
+    // Whole processes: the peer's ms / ours on each model.
+    const speeds = (peer) => Object.entries(cold).map(([model, r]) =>
+      ({model, r: ratio(r[peer] && r[peer].process, r[P] && r[P].process)}));
+    const coldTarget = (peer, name, goal, fits, show) => {
+      if (!has(peer)) return;
+      const cases = speeds(peer);
+      const short = cases.filter((c) => c.r == null || !fits(c.r));
+      add(name, `${cases.length - short.length}/${cases.length}`, goal, short.length === 0,
+          cases.map((c) => `${c.model} ${show(c.r)}`).join(', '));
+    };
+    coldTarget('wasm', 'cold start (whole process) at least as fast as wasm', 'ratio ≥ 1.0 on each',
+               (r) => r >= 1, (r) => `${f2(r)}× wasm's speed`);
+    coldTarget('tfjs-node', 'cold start (whole process) vs tfjs-node\'s time',
+               '≤ 0.75× on each', (r) => 1 / r <= 0.75, (r) => `${f2(r && 1 / r)}× its time`);
+  }
+  const shapes = results.shapes && results.shapes[P];
+  if (shapes && !shapes.error) {
+    const slower = shapes.variableMs / shapes.fixedMeanMs;
+    add('many input shapes vs one shape of the same size', `${f2(slower)}×`, '≤ 1.3×',
+        slower <= 1.3, `${fmtMs(shapes.variableMs)} vs ${fmtMs(shapes.fixedMeanMs)} ms per call` +
+        (shapes.seenWidthMs == null ? '' : `; a width's first call ${fmtMs(shapes.newWidthMs)}, ` +
+         `its second ${fmtMs(shapes.seenWidthMs)}`));
+    const peer = results.shapes['tfjs-node'];
+    if (peer && !peer.error) {
+      const r = peer.variableMs / shapes.variableMs;
+      add('many input shapes vs tfjs-node', `${f2(r)}×`, '≥ 2×', r >= 2,
+          `${fmtMs(shapes.variableMs)} vs ${fmtMs(peer.variableMs)} ms per call`);
+    }
+  }
   const al = results.rss && results.rss[`${P}/aligned`];
   if (al && al.peakDeltaMB != null) {
     add('peak RSS added by a 400 MB tensor in aligned memory', `${al.peakDeltaMB.toFixed(0)} MB`,
@@ -574,6 +605,76 @@ function distributedTable(results) {
   };
 }
 
+/**
+ * Time to a first result (issue 40): cold starts' phases (benches/cold_start.js), inputs of many
+ * shapes (benches/shapes.js) and the compute-bound rows against bare TF graphs (run.js
+ * `runTfGraph`), each a table where the run measured it.
+ */
+function firstResultTables(results) {
+  const P = results.primary;
+  const tables = [];
+  const cold = results.coldStart;
+  if (cold) {
+    const rows = Object.entries(cold).flatMap(([model, byBackend]) =>
+      Object.entries(byBackend).map(([b, r]) => (r.error ? [model, b, `error: ${r.error.slice(0, 80)}`,
+                                                              '', '', '', '', ''] :
+        [model, b, fmtMs(r.require), fmtMs(r.load), fmtMs(r.call), fmtMs(r.read),
+         fmtMs(r.process),
+         b === P ? '' : fmtR(ratio(r.process, byBackend[P] && byBackend[P].process))])));
+    tables.push({
+      title: 'Cold starts: a fresh process requires the backend, loads a GraphModel shipped in ' +
+             'an npm package (@vladmandic/human\'s blazeface, 0.5 MB, and centernet, 4.0 MB), ' +
+             'predicts once on zeros, reads the result and exits (benches/cold_start.js); ms of ' +
+             'each phase and of the whole process (exit included) as its parent timed it, ' +
+             'medians of runs alternating between backends; × = peer\'s process ms / ours',
+      header: ['model', 'backend', 'require', 'load', 'first call', 'read', 'process', '×'],
+      rows,
+    });
+  }
+  const shapes = results.shapes;
+  if (shapes) {
+    const rows = Object.entries(shapes).map(([b, r]) => (r.error ?
+      [b, `error: ${r.error.slice(0, 80)}`, '', '', '', '', '', '', '', ''] :
+      [b, fmtMs(r.fixedMs), fmtMs(r.fixedMeanMs), fmtMs(r.variableMs),
+       f2(r.variableMs / r.fixedMeanMs), fmtMs(r.newWidthMs), fmtMs(r.seenWidthMs),
+       r.rssDeltaMB.toFixed(0),
+       r.graphsAlive == null ? '—' : String(r.graphsAlive),
+       b === P ? '' : fmtR(ratio(r.variableMs, shapes[P].variableMs))]));
+    const any = Object.values(shapes).find((r) => !r.error);
+    tables.push({
+      title: 'Inputs of many shapes: a convnet (conv2d of 8 filters on [null, null, 3], global ' +
+             'average pooling, dense 4) predicting 800 images of one shape, 800 of one shape ' +
+             `of the widths' mean (${any ? any.meanWidth : '—'}), and 800 over ` +
+             `${any ? any.widths : '—'} widths each seen twice, a fresh model each, ms per ` +
+             'call from its first (benches/shapes.js), and the widths\' calls apart: a width\'s ' +
+             'first call (TF\'s oneDNN kernels create their primitives for each new shape) and ' +
+             'its second; RSS added by the widths\' run; × = peer\'s ms per call over the ' +
+             'widths / ours',
+      header: ['backend', 'one shape', 'mean width', 'many widths', 'many / mean',
+               'a width\'s first call', 'its second', 'RSS +MB', 'call graphs', '×'],
+      rows,
+    });
+  }
+  const graph = results.tfGraph;
+  if (graph) {
+    const rows = Object.entries(graph).flatMap(([model, row]) => ['predict', 'fit'].map((m) => {
+      const ms = (b) => row[b] && row[b][`${m}Ms`];
+      return [model, m, fmtMs(ms(P)), fmtMs(ms('tfjs-node')), fmtMs(ms('tfGraph')),
+              fmtR(ratio(ms('tfjs-node'), ms(P))), fmtR(ratio(ms(P), ms('tfGraph')))];
+    }));
+    tables.push({
+      title: 'The compute-bound suite rows against the same models as bare TF graphs (forward ' +
+             'pass and training step each one `tf.function` called from Python, no Keras loop: ' +
+             'what this package\'s call graphs run on TF\'s kernels); ms per predict / per ' +
+             'fit epoch, medians of processes alternating',
+      header: ['model', 'call', `${P} ms`, 'tfjs-node ms', 'bare TF graph ms', '× tfjs-node',
+               `${P} / bare graph`],
+      rows,
+    });
+  }
+  return tables;
+}
+
 function targetRows(results) {
   return results.targets.map((t) => [t.name, t.goal, t.value, t.met ? 'met' : 'NOT met',
                                      t.detail || '']);
@@ -596,6 +697,7 @@ function text(results) {
     const t = rssTable(results);
     parts.push(t.title + '\n' + table(t.header, t.rows));
   }
+  for (const t of firstResultTables(results)) parts.push(t.title + '\n' + table(t.header, t.rows));
   if (results.clients) {
     const t = clientsTable(results);
     parts.push(t.title + '\n' + table(t.header, t.rows));
@@ -716,6 +818,11 @@ function markdown(results) {
   if (results.rss) {
     const t = rssTable(results);
     lines.push('## Memory', '', `### ${t.title}`, '', mdTable(t.header, t.rows), '');
+  }
+  const firstResult = firstResultTables(results);
+  if (firstResult.length) {
+    lines.push('## Time to a first result', '');
+    for (const t of firstResult) lines.push(`${t.title}:`, '', mdTable(t.header, t.rows), '');
   }
   if (results.clients) {
     const t = clientsTable(results);

@@ -485,7 +485,8 @@ function runShapes(opts, backends, results) {
       console.log(`  shapes ${backend.padEnd(10)} ` + (got.error ? `ERROR ${got.error}` :
         `one shape ${got.fixedMs.toFixed(2)} ms/call (width ${got.meanWidth}: ` +
         `${got.fixedMeanMs.toFixed(2)}), ${got.widths} widths ${got.variableMs.toFixed(2)} ` +
-        `ms/call, RSS +${got.rssDeltaMB.toFixed(0)} MB` +
+        `ms/call (a width's first call ${got.newWidthMs.toFixed(2)}, its second ` +
+        `${got.seenWidthMs.toFixed(2)}), RSS +${got.rssDeltaMB.toFixed(0)} MB` +
         (got.graphsAlive === null ? '' : `, ${got.graphsAlive} call graphs alive`)) +
         `  (pass ${pass + 1})`);
     }
@@ -496,6 +497,7 @@ function runShapes(opts, backends, results) {
     const mid = (key) => median(passes.map((g) => g[key]));
     results.shapes[backend] = failed ? {error: failed.error} : {
       fixedMs: mid('fixedMs'), fixedMeanMs: mid('fixedMeanMs'), variableMs: mid('variableMs'),
+      newWidthMs: mid('newWidthMs'), seenWidthMs: mid('seenWidthMs'),
       rssDeltaMB: mid('rssDeltaMB'), graphsAlive: passes[0].graphsAlive,
       meanWidth: passes[0].meanWidth, widths: passes[0].widths,
     };

@@ -5,8 +5,9 @@
 // of one shape of the widths' mean (the same work as the next), then `CALLS` images over
 // `CALLS / 2` widths, each seen twice, each a fresh model, every result read as a user's code
 // reads it. Each run is timed from its model's first call, so recording and
-// compiling count, as a server sees them; the RSS the second run added and, on this package,
-// the call graphs alive after it are reported too.
+// compiling count, as a server sees them; the widths' run is also timed apart for a width's
+// first call and its second; the RSS it added and, on this package, the call graphs alive after
+// it are reported too.
 
 const {performance} = require('perf_hooks');
 
@@ -23,19 +24,30 @@ function convnet(tf) {
   return model;
 }
 
-/** Ms per predict of a fresh model over `images` (`[{width, pixels}]`, one call each). */
+/**
+ * Ms per predict of a fresh model over `images` (`[{width, pixels}]`, one call each): in all,
+ * and apart for the calls of a width seen before and those of a width new to the model (where
+ * TF's oneDNN kernels create their primitives for the shape, whatever ran the call).
+ */
 function perCall(tf, images) {
   const model = convnet(tf);
+  const seen = new Set();
+  const sums = {first: 0, firsts: 0, repeat: 0, repeats: 0};
   const t0 = performance.now();
   for (const {width, pixels} of images) {
+    const t = performance.now();
     const x = tf.tensor4d(pixels, [1, HEIGHT, width, 3]);
     const y = model.predict(x);
     y.dataSync();
     tf.dispose([x, y]);
+    const kind = seen.has(width) ? 'repeat' : 'first';
+    sums[kind] += performance.now() - t;
+    sums[`${kind}s`]++;
+    seen.add(width);
   }
   const ms = (performance.now() - t0) / images.length;
   model.dispose();
-  return ms;
+  return {ms, newWidthMs: sums.first / sums.firsts, seenWidthMs: sums.repeat / sums.repeats};
 }
 
 /** `CALLS` images of `widths` in turn, one array of pixels per width. */
@@ -52,18 +64,18 @@ function shapes(tf) {
   // Widths 16 to 415 in a shuffled order (the same every run), each twice.
   const widths = Array.from({length: CALLS / 2}, (_, i) => 16 + (i * 173) % (CALLS / 2));
   const meanWidth = Math.round(widths.reduce((a, w) => a + w, 0) / widths.length);
-  const fixedMs = perCall(tf, imagesOf([32]));
+  const fixedMs = perCall(tf, imagesOf([32])).ms;
   // One shape of the widths' mean: the same work per call as the widths, in one shape.
-  const fixedMeanMs = perCall(tf, imagesOf([meanWidth]));
+  const fixedMeanMs = perCall(tf, imagesOf([meanWidth])).ms;
   const images = imagesOf(widths);
   if (global.gc) global.gc();
   const rssBefore = process.memoryUsage().rss;
-  const variableMs = perCall(tf, images);
+  const {ms: variableMs, newWidthMs, seenWidthMs} = perCall(tf, images);
   const rssDeltaMB = (process.memoryUsage().rss - rssBefore) / (1 << 20);
   const stats = tf.node && typeof tf.node.callGraphStats === 'function' ?
       tf.node.callGraphStats() : null;
-  return {fixedMs, fixedMeanMs, meanWidth, variableMs, rssDeltaMB, calls: CALLS,
-          widths: CALLS / 2, graphsAlive: stats ? stats.alive : null};
+  return {fixedMs, fixedMeanMs, meanWidth, variableMs, newWidthMs, seenWidthMs, rssDeltaMB,
+          calls: CALLS, widths: CALLS / 2, graphsAlive: stats ? stats.alive : null};
 }
 
 module.exports = {shapes};
