@@ -656,7 +656,7 @@ test('the CLI prints only the message and exits 1', () => {
   const root = tempDir('cli-root');
   fs.mkdirSync(path.join(root, 'scripts'));
   fs.mkdirSync(path.join(root, 'js'));
-  for (const file of ['scripts/libtensorflow.js', 'scripts/pypi.js', 'scripts/strip_symbols.js', 'js/libtensorflow_facts.js', 'js/cuda.js', 'js/native_loader_core.js', 'js/first_use.js']) {
+  for (const file of ['scripts/libtensorflow.js', 'scripts/pypi.js', 'scripts/strip_symbols.js', 'scripts/prebind.js', 'js/libtensorflow_facts.js', 'js/cuda.js', 'js/native_loader_core.js', 'js/first_use.js']) {
     fs.copyFileSync(path.join(__dirname, '..', file), path.join(root, file));
   }
   const env = {...process.env, TFJS_NODE_RS_LIBTENSORFLOW: tempDir('empty-tf')};

@@ -19,7 +19,9 @@
 //      tensorflow-2.21.0-*_aarch64.whl) in ${XDG_CACHE_HOME:-~/.cache}/tfjs-node-rs/,
 //      which, when absent, is downloaded there from pip's index by scripts/pypi.js
 //      (no python3 needed), or else by `python3 -m pip download`. Unpacking strips
-//      the libraries' static symbol tables (scripts/strip_symbols.js): 853 -> 634 MB.
+//      the libraries' static symbol tables (scripts/strip_symbols.js): 853 -> 634 MB, and on
+//      x64 binds their references to their own TF symbols (scripts/prebind.js), which halves
+//      the time the dynamic linker takes to load them.
 //      The macOS arm64 copy (libtensorflow-2.21.0-darwin-arm64/, from the macosx_12_0_arm64
 //      wheel) is made on Linux too, for cross-building the macOS addon (scripts/build.js
 //      --target aarch64-apple-darwin): its lib/ holds libtensorflow_cc.2.dylib,
@@ -47,6 +49,7 @@ const {spawn, spawnSync} = require('child_process');
 const {pipeline} = require('stream/promises');
 const {downloadFromIndex, INDEX_ERROR} = require('./pypi');
 const {stripSymbols, readAt} = require('./strip_symbols');
+const {prebind, definedNames} = require('./prebind');
 
 const {TF_VERSION, MIN_GLIBC, LIBS, librariesOf, ENV_DIR, COPY_ENV, GPU_PACKAGE, CUDA_WHEELS, CUDA_ENV, MIN_DRIVER, ADDON_PLATFORMS} = require('../js/libtensorflow_facts');
 const {cudaLibraryPaths, packageCudaDir, nvidiaDriver, cudaSwitch} = require('../js/cuda');
@@ -158,8 +161,12 @@ const KERNEL_API_HEADERS = [
   'tensorflow/core/common_runtime/next_pluggable_device/c/tf_rendezvous_c_api.h',
 ];
 
-/** The version of the rules below, kept in the marker; raised when they take more headers. */
-const HEADER_RULES = 2;
+/**
+ * The version of how a wheel is unpacked, kept in the marker; raised when it changes (the header
+ * rules below take more headers; 3: the Linux x64 libraries' own references bound at unpacking,
+ * scripts/prebind.js), so that a tree unpacked by earlier rules is made again.
+ */
+const UNPACK_RULES = 3;
 
 function wantedHeader(rel) {
   if (rel.endsWith('/') || rel.split('/').some((p) => p === '..' || p === '')) return false;
@@ -510,8 +517,8 @@ function isComplete(deps, envDir, {libs, linkName} = HOST_LIBRARIES) {
     }
     if (linkName) fs.statSync(path.join(deps, 'lib', linkName));
     fs.statSync(path.join(deps, 'lib', 'pkgconfig', 'tensorflow.pc'));
-    // A tree made from a wheel by an earlier set of header rules is made again.
-    if (marker.kind === 'wheel' && marker.headerRules !== HEADER_RULES) return false;
+    // A tree made from a wheel by earlier rules is made again.
+    if (marker.kind === 'wheel' && marker.unpackRules !== UNPACK_RULES) return false;
   } catch {
     return false;
   }
@@ -770,12 +777,33 @@ async function extractWheel(wheel, tmp, log, spec) {
     const r = stripSymbols(path.join(tmp, lib.target));
     if (!r.skipped) stripped.push(`${path.basename(lib.target)} ${fmtMB(r.before)} -> ${fmtMB(r.after)}`);
   }
+  const bound = elf ? prebindLibraries(path.join(tmp, 'lib'), wanted) : [];
   log(
     `extracted ${libs.length} libraries and ${headers} headers in ${((Date.now() - started) / 1000).toFixed(1)} s` +
       `${stripped.length ? ` (symbol tables stripped: ${stripped.join(', ')})` : ''}` +
+      `${bound.length ? ` (own references bound: ${bound.join(', ')})` : ''}` +
       `${elf ? '' : ` (${format}: symbol tables kept)`}`,
   );
   return {source: wheel, kind: 'wheel', headers};
+}
+
+/**
+ * Binds each library's references to its own TF symbols (scripts/prebind.js), in the order the
+ * addon's DT_NEEDED list names them (libs: libtensorflow_cc first, the framework it needs
+ * second): a library's lookups would find the names of those searched before it first. Returns
+ * what it did, for the log; x86-64 only (other machines are left as they are).
+ */
+function prebindLibraries(libDir, libs) {
+  const searched = [...libs].reverse().map((lib) => path.join(libDir, lib));
+  const earlier = new Set();
+  const done = [];
+  for (const file of searched) {
+    const r = prebind(file, earlier);
+    if (r.skipped) return [];
+    done.push(`${path.basename(file)} ${r.bound} of ${r.bound + r.left}`);
+    for (const name of definedNames(file)) earlier.add(name);
+  }
+  return done;
 }
 
 // Unpacks spec's wheel into tmp with extract(wheel, tmp, log), from the cache or downloaded
@@ -827,7 +855,7 @@ function finish(tmp, dest, info, {libs, linkName} = HOST_LIBRARIES) {
     deps: dest,
     libs: libSizes(lib, libs),
     headers: info.headers,
-    headerRules: HEADER_RULES,
+    unpackRules: UNPACK_RULES,
     created: new Date().toISOString(),
   };
   fs.writeFileSync(path.join(tmp, '.complete'), JSON.stringify(marker, null, 2) + '\n');

@@ -56,7 +56,7 @@ const ADDON_RPATH_DIRS = [
 const ROOT_REQUIRED = [
   'package.json', 'index.js', 'index.d.ts', 'binding.js', 'binding.d.ts',
   'js/native_loader.js', 'js/native_loader_core.js', 'js/first_use.js', 'js/libtensorflow_facts.js', 'js/cuda.js',
-  'scripts/libtensorflow.js', 'scripts/pypi.js', 'scripts/strip_symbols.js',
+  'scripts/libtensorflow.js', 'scripts/pypi.js', 'scripts/strip_symbols.js', 'scripts/prebind.js',
 ];
 const ROOT_FORBIDDEN = [
   /^src\//, /^Cargo\.(toml|lock)$/, /^build\.rs$/, /^deps\//, /^target\//, /\.node$/, /^__test__\//,

@@ -44,6 +44,21 @@ function big(buf, off) {
   return Number(buf.readBigUInt64LE(off));
 }
 
+/**
+ * The 64-byte header of a 64-bit little-endian ELF file with 64-byte section headers, as
+ * {header}, or {why} it is not one. (Also scripts/prebind.js's, as are `sectionHeaders` and
+ * `big`.)
+ */
+function elfHeader(fd) {
+  if (fs.fstatSync(fd).size < 64) return {why: 'not an ELF file'};
+  const header = readAt(fd, 0, 64);
+  if (header.readUInt32BE(0) !== 0x7f454c46 || header[4] !== 2 || header[5] !== 1) {
+    return {why: 'not a 64-bit little-endian ELF file'};
+  }
+  if (header.readUInt16LE(0x3a) !== SHDR_SIZE) return {why: 'unexpected section header size'};
+  return {header};
+}
+
 function sectionHeaders(fd, header) {
   const shoff = big(header, 0x28);
   const shnum = header.readUInt16LE(0x3c);
@@ -52,6 +67,7 @@ function sectionHeaders(fd, header) {
     const raw = table.subarray(i * SHDR_SIZE, (i + 1) * SHDR_SIZE);
     return {
       raw,
+      nameAt: raw.readUInt32LE(0),
       type: raw.readUInt32LE(4),
       flags: big(raw, 8),
       offset: big(raw, 24),
@@ -77,12 +93,8 @@ function loadedEnd(fd, header) {
 
 // Why the file cannot be stripped safely, or null, plus the plan.
 function plan(fd) {
-  if (fs.fstatSync(fd).size < 64) return {why: 'not an ELF file'};
-  const header = readAt(fd, 0, 64);
-  if (header.readUInt32BE(0) !== 0x7f454c46 || header[4] !== 2 || header[5] !== 1) {
-    return {why: 'not a 64-bit little-endian ELF file'};
-  }
-  if (header.readUInt16LE(0x3a) !== SHDR_SIZE) return {why: 'unexpected section header size'};
+  const {header, why} = elfHeader(fd);
+  if (why) return {why};
   const shstrndx = header.readUInt16LE(0x3e);
   const sections = sectionHeaders(fd, header);
   if (!sections.length || shstrndx === 0 || shstrndx >= sections.length) return {why: 'extended section numbering'};
@@ -146,4 +158,4 @@ function stripSymbols(file) {
   }
 }
 
-module.exports = {stripSymbols, readAt};
+module.exports = {stripSymbols, readAt, elfHeader, sectionHeaders, big};

@@ -1,0 +1,184 @@
+'use strict';
+// Binds libtensorflow's references to its own TensorFlow symbols once, when it is unpacked,
+// instead of in every process that loads it: a 64-bit little-endian x86-64 ELF shared library
+// is rewritten in place, in plain Node.
+//
+// Why: TF's libraries export every symbol, so each pointer to one of TF's own functions or
+// vtables (a vtable slot, a GOT entry) is a symbolic relocation the dynamic linker resolves
+// by name on every load, walking the process's whole symbol scope (node's 74,000 exports
+// first). libtensorflow_cc.so.2 of the 2.21.0 wheel has 400,000 of them; looking them up is
+// two thirds of its dlopen (140 of 210 ms in a C program, more in node), the largest part of a
+// cold start. Where the lookup can only find the library's own definition, its answer is
+// known now: the definition's address plus the load base, which is what a relative relocation
+// says. TF's build could have done this (-Bsymbolic); the wheel is built for Python, which
+// loads it once per process too, and never did.
+//
+// A reference is bound here only when the lookup cannot answer anything else:
+// - the symbol is defined in this library, in a section (not undefined, absolute or common),
+//   as a plain function or object (no IFUNC, whose address a resolver picks at load; no TLS),
+//   global or weak; never a GNU unique symbol, which the dynamic linker makes one per process
+//   by registering it at its first lookup;
+// - its name is in one of TF's own C++ namespaces (tensorflow, tsl, xla, mlir, llvm, toco,
+//   tflite, stream_executor, dnnl), which no runtime that loads the addon (node, Bun, Deno)
+//   exports: libraries TF shares with the host's world (absl, protobuf, grpc, Eigen, the C++
+//   standard library, zlib...) keep their lookups, so interposition works for them as before;
+// - no library searched before it defines the name (`earlier`: libtensorflow_framework.so.2
+//   for libtensorflow_cc.so.2, which the addon's DT_NEEDED list names first), since the
+//   dynamic linker would bind to that one.
+// Lazy PLT slots (resolved on first call, one by one) and every other relocation are left
+// alone. Anything unexpected (another machine, a layout without the dynamic sections) leaves
+// the file untouched.
+
+const fs = require('fs');
+const {readAt, elfHeader, sectionHeaders, big} = require('./strip_symbols');
+
+const EM_X86_64 = 62;
+const ET_DYN = 3;
+const SHT_RELA = 4;
+const SHT_DYNSYM = 11;
+const SYM_SIZE = 24;
+const RELA_SIZE = 24;
+const R_X86_64_64 = 1;
+const R_X86_64_GLOB_DAT = 6;
+const R_X86_64_RELATIVE = 8;
+const STT_OBJECT = 1;
+const STT_FUNC = 2;
+const STB_GLOBAL = 1;
+const STB_WEAK = 2;
+const SHN_LORESERVE = 0xff00;
+
+/** TF's own top-level C++ namespaces: the symbols whose references may be bound here. */
+const OWN_NAMESPACES = new Set(['tensorflow', 'tsl', 'xla', 'mlir', 'llvm', 'toco', 'tflite',
+                                'stream_executor', 'dnnl']);
+
+/**
+ * The first component of a mangled C++ name (`_ZN10tensorflow6Tensor...` -> 'tensorflow'; also
+ * vtables, typeinfo and their names: `_ZTVN`, `_ZTIN`, `_ZTSN`), or null for anything else.
+ */
+function topNamespace(name) {
+  const m = /^_Z(?:T[VIS])?N?[rVK]*(\d+)/.exec(name);
+  if (!m) return null;
+  const start = m[0].length;
+  return name.slice(start, start + Number(m[1]));
+}
+
+/** The ELF's section headers, each with its name, or a reason the file is left alone. */
+function sections(fd) {
+  const {header, why} = elfHeader(fd);
+  if (why) return {why};
+  if (header.readUInt16LE(0x10) !== ET_DYN) return {why: 'not a shared library'};
+  if (header.readUInt16LE(0x12) !== EM_X86_64) return {why: 'not an x86-64 library'};
+  const list = sectionHeaders(fd, header);
+  const names = list[header.readUInt16LE(0x3e)];
+  if (!names) return {why: 'extended section numbering'};
+  const nameBytes = readAt(fd, names.offset, names.size);
+  for (const s of list) s.name = cString(nameBytes, s.nameAt);
+  return {list};
+}
+
+function cString(buf, at) {
+  const end = buf.indexOf(0, at);
+  return buf.toString('latin1', at, end < 0 ? buf.length : end);
+}
+
+/** The library's dynamic symbols: the raw table, its string table, and a reader of entry k. */
+function dynamicSymbols(fd, list) {
+  const dynsym = list.find((s) => s.type === SHT_DYNSYM);
+  if (!dynsym || !list[dynsym.link]) return null;
+  const table = readAt(fd, dynsym.offset, dynsym.size);
+  const strings = readAt(fd, list[dynsym.link].offset, list[dynsym.link].size);
+  const at = (k) => ({
+    name: cString(strings, table.readUInt32LE(k * SYM_SIZE)),
+    info: table[k * SYM_SIZE + 4],
+    section: table.readUInt16LE(k * SYM_SIZE + 6),
+    value: big(table, k * SYM_SIZE + 8),
+  });
+  return {count: dynsym.size / SYM_SIZE, at, dynsymIndex: list.indexOf(dynsym)};
+}
+
+/** The names `file` defines (its dynamic symbols with a section), for `prebind`'s `earlier`. */
+function definedNames(file) {
+  const fd = fs.openSync(file, 'r');
+  try {
+    const {list, why} = sections(fd);
+    if (why) throw new Error(`${file}: ${why}`);
+    const symbols = dynamicSymbols(fd, list);
+    if (!symbols) throw new Error(`${file}: no dynamic symbol table`);
+    const names = new Set();
+    for (let k = 1; k < symbols.count; k++) {
+      const s = symbols.at(k);
+      if (s.section !== 0) names.add(s.name);
+    }
+    return names;
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/**
+ * Rewrites `file`'s symbolic relocations that can only bind to its own TF symbols (see above)
+ * as relative ones, in place. `earlier`: the names defined by libraries the dynamic linker
+ * searches before it. Returns {bound, left} (relocations rewritten, and symbolic ones left to
+ * the dynamic linker), or {skipped: reason} when the file is left as it was.
+ */
+function prebind(file, earlier = new Set()) {
+  // Opened for reading: the file is written only once the rewrite is known to be wanted.
+  const fd = fs.openSync(file, 'r');
+  try {
+    const {list, why} = sections(fd);
+    if (why) return {skipped: why};
+    const symbols = dynamicSymbols(fd, list);
+    if (!symbols) return {skipped: 'no dynamic symbol table'};
+    const relas = list.filter((s) => s.type === SHT_RELA && s.name === '.rela.dyn' &&
+                                     s.link === symbols.dynsymIndex);
+    if (relas.length !== 1) return {skipped: 'no .rela.dyn of the dynamic symbols'};
+    // Per symbol: 0 not decided yet, 1 bound here, 2 left to the dynamic linker.
+    const decided = new Uint8Array(symbols.count);
+    const ownAddress = (k) => {
+      if (!decided[k]) {
+        const s = symbols.at(k);
+        const type = s.info & 0xf, binding = s.info >> 4;
+        const own = s.section !== 0 && s.section < SHN_LORESERVE &&
+            (type === STT_FUNC || type === STT_OBJECT) &&
+            (binding === STB_GLOBAL || binding === STB_WEAK) &&
+            OWN_NAMESPACES.has(topNamespace(s.name)) && !earlier.has(s.name);
+        decided[k] = own ? 1 : 2;
+      }
+      return decided[k] === 1 ? symbols.at(k).value : null;
+    };
+    const {offset, size} = relas[0];
+    const entries = readAt(fd, offset, size);
+    let bound = 0, left = 0;
+    for (let at = 0; at + RELA_SIZE <= size; at += RELA_SIZE) {
+      const type = entries.readUInt32LE(at + 8);
+      if (type !== R_X86_64_64 && type !== R_X86_64_GLOB_DAT) continue;
+      const addend = entries.readBigInt64LE(at + 16);
+      // GLOB_DAT is S (its addend is 0 as linkers write it); R_X86_64_64 is S + A.
+      const value = type === R_X86_64_GLOB_DAT && addend !== 0n ? null :
+        ownAddress(entries.readUInt32LE(at + 12));
+      if (value === null) {
+        left++;
+        continue;
+      }
+      // RELATIVE: the load base plus the addend, here the definition's address plus A.
+      entries.writeBigUInt64LE(BigInt(R_X86_64_RELATIVE), at + 8);
+      entries.writeBigInt64LE(BigInt(value) + addend, at + 16);
+      bound++;
+    }
+    if (bound) writeAt(file, entries, offset);
+    return {bound, left};
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+function writeAt(file, bytes, position) {
+  const fd = fs.openSync(file, 'r+');
+  try {
+    fs.writeSync(fd, bytes, 0, bytes.length, position);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+module.exports = {prebind, definedNames, topNamespace};
