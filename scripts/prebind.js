@@ -30,11 +30,10 @@
 // the file untouched.
 
 const fs = require('fs');
-const {readAt, elfHeader, sectionHeaders, big} = require('./strip_symbols');
+const {readAt, elfHeader, sectionHeaders, big, SHT_RELA} = require('./strip_symbols');
 
 const EM_X86_64 = 62;
 const ET_DYN = 3;
-const SHT_RELA = 4;
 const SHT_DYNSYM = 11;
 const SYM_SIZE = 24;
 const RELA_SIZE = 24;

@@ -158,4 +158,4 @@ function stripSymbols(file) {
   }
 }
 
-module.exports = {stripSymbols, readAt, elfHeader, sectionHeaders, big};
+module.exports = {stripSymbols, readAt, elfHeader, sectionHeaders, big, SHT_RELA};
