@@ -10,8 +10,7 @@
 // two thirds of its dlopen (140 of 210 ms in a C program, more in node), the largest part of a
 // cold start. Where the lookup can only find the library's own definition, its answer is
 // known now: the definition's address plus the load base, which is what a relative relocation
-// says. TF's build could have done this (-Bsymbolic); the wheel is built for Python, which
-// loads it once per process too, and never did.
+// says. Linking the library with -Bsymbolic would have done this; TF's build does not.
 //
 // A reference is bound here only when the lookup cannot answer anything else:
 // - the symbol is defined in this library, in a section (not undefined, absolute or common),
