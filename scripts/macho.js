@@ -20,7 +20,7 @@
 const crypto = require('crypto');
 const fs = require('fs');
 const path = require('path');
-const {readAt} = require('./strip_symbols');
+const {readAt, cString} = require('./strip_symbols');
 
 const MACHO = 'TFJS_NODE_RS_MACHO';
 
@@ -106,13 +106,6 @@ class Image {
     }
     return readAt(this.fd, this.base + offset, length, (at) => machoError(`${this.file} ends at byte ${at}`));
   }
-}
-
-// A NUL-terminated string of `buf` from `start`, not past `end`.
-function cString(buf, start, end = buf.length) {
-  if (start < 0 || start >= end) return '';
-  const nul = buf.indexOf(0, start);
-  return buf.toString('utf8', start, nul < 0 || nul > end ? end : nul);
 }
 
 // The image for CPU `arch` in the file open as `fd`: the file itself, or a slice of a fat file.

@@ -29,7 +29,7 @@
 // the file untouched.
 
 const fs = require('fs');
-const {readAt, elfHeader, sectionHeaders, big, SHT_RELA} = require('./strip_symbols');
+const {readAt, cString, elfHeader, sectionHeaders, big, SHT_RELA} = require('./strip_symbols');
 
 const EM_X86_64 = 62;
 const ET_DYN = 3;
@@ -72,11 +72,6 @@ function sections(fd) {
   const nameBytes = readAt(fd, names.offset, names.size);
   for (const s of list) s.name = cString(nameBytes, s.nameAt);
   return {list};
-}
-
-function cString(buf, at) {
-  const end = buf.indexOf(0, at);
-  return buf.toString('latin1', at, end < 0 ? buf.length : end);
 }
 
 /** The library's dynamic symbols: the raw table, its string table, and a reader of entry k. */

@@ -40,6 +40,13 @@ function readAt(fd, position, length, endError = (at) => new Error(`the file end
   return buf;
 }
 
+/** A NUL-terminated string of `buf` from `start`, not past `end`. (Also macho.js's and prebind.js's.) */
+function cString(buf, start, end = buf.length) {
+  if (start < 0 || start >= end) return '';
+  const nul = buf.indexOf(0, start);
+  return buf.toString('utf8', start, nul < 0 || nul > end ? end : nul);
+}
+
 function big(buf, off) {
   return Number(buf.readBigUInt64LE(off));
 }
@@ -158,4 +165,4 @@ function stripSymbols(file) {
   }
 }
 
-module.exports = {stripSymbols, readAt, elfHeader, sectionHeaders, big, SHT_RELA};
+module.exports = {stripSymbols, readAt, cString, elfHeader, sectionHeaders, big, SHT_RELA};
