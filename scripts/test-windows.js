@@ -195,7 +195,15 @@ function wineNode(prefix, node, args, {cwd, env, label, timeoutS, out}) {
 
 function failed(res, label) {
   const how = res.signal ? `signal ${res.signal} (over its time limit?)` : `exit code ${res.status}`;
-  return fail(`${label} failed under Wine (${how}):\n${`${res.stdout}\n${res.stderr}`.trim().split('\n').slice(-30).join('\n')}`);
+  const tail = (text) => text.trim().split('\n').slice(-40).join('\n');
+  return fail(`${label} failed under Wine (${how}):\n${tail(res.stdout)}\n${tail(res.stderr)}`.trim());
+}
+
+// Each failing test of a TAP stream with its diagnostics (the YAML block up to `...`: the
+// assertion's message, expected and actual), the first five.
+function failures(output) {
+  const blocks = output.match(/^\s*not ok .*\n(?:\s+---\n[\s\S]*?\n\s+\.\.\.\n)?/gm) || [];
+  return blocks.slice(0, 5).join('').trim();
 }
 
 // Counts from a TAP stream's closing lines.
@@ -286,8 +294,7 @@ async function main() {
     const counts = ['tests', 'pass', 'fail', 'skipped'].map((w) => `${tapCount(res.stdout, w)} ${w}`).join(', ');
     log(`  __test__ under Wine: ${counts}`);
     if (res.status !== 0 || tapCount(res.stdout, 'fail') || !tapCount(res.stdout, 'pass')) {
-      const notOk = res.stdout.split('\n').filter((l) => /^\s*not ok/.test(l)).slice(0, 20).join('\n');
-      throw failed({...res, stdout: notOk || res.stdout}, '__test__');
+      throw failed({...res, stdout: failures(res.stdout) || res.stdout}, '__test__');
     }
     outcome = 'PASS';
   } finally {
