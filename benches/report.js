@@ -3,6 +3,8 @@
 // chart. Ratios are always peer time / tensorflow time: above 1 means this backend is faster.
 
 const PEERS = ['defer-off', 'tfjs-node', 'wasm', 'cpu', 'keras'];
+// The rows of keras/worker.py's bare-graph tasks, which run no Keras loop.
+const BARE_GRAPH = 'bare TF graph';
 const COLORS = {'defer-off': '#2e8b57', 'tfjs-node': '#e8710a', 'wasm': '#5b6abf',
                 'cpu': '#7f8c8d', 'keras': '#c0392b'};
 // The rows of the two model tables: the 2019 suite, and the user workloads beyond it.
@@ -311,10 +313,13 @@ function targets(results) {
   const shapes = results.shapes && results.shapes[P];
   if (shapes && !shapes.error) {
     const slower = shapes.variableMs / shapes.fixedMeanMs;
+    const bare = results.shapes.keras;
     add('many input shapes vs one shape of the same size', `${f2(slower)}×`, '≤ 1.3×',
         slower <= 1.3, `${fmtMs(shapes.variableMs)} vs ${fmtMs(shapes.fixedMeanMs)} ms per call` +
         (shapes.seenWidthMs == null ? '' : `; a width's first call ${fmtMs(shapes.newWidthMs)}, ` +
-         `its second ${fmtMs(shapes.seenWidthMs)}`));
+         `its second ${fmtMs(shapes.seenWidthMs)}`) +
+        (bare && !bare.error ? `; ${BARE_GRAPH}'s ${fmtMs(bare.newWidthMs)} and ` +
+         `${fmtMs(bare.seenWidthMs)}` : ''));
     const peer = results.shapes['tfjs-node'];
     if (peer && !peer.error) {
       const r = peer.variableMs / shapes.variableMs;
@@ -635,7 +640,7 @@ function firstResultTables(results) {
   if (shapes) {
     const rows = Object.entries(shapes).map(([b, r]) => (r.error ?
       [b, `error: ${r.error.slice(0, 80)}`, '', '', '', '', '', '', '', ''] :
-      [b, fmtMs(r.fixedMs), fmtMs(r.fixedMeanMs), fmtMs(r.variableMs),
+      [b === 'keras' ? BARE_GRAPH : b, fmtMs(r.fixedMs), fmtMs(r.fixedMeanMs), fmtMs(r.variableMs),
        f2(r.variableMs / r.fixedMeanMs), fmtMs(r.newWidthMs), fmtMs(r.seenWidthMs),
        r.rssDeltaMB.toFixed(0),
        r.graphsAlive == null ? '—' : String(r.graphsAlive),
@@ -648,8 +653,10 @@ function firstResultTables(results) {
              `${any ? any.widths : '—'} widths each seen twice, a fresh model each, ms per ` +
              'call from its first (benches/shapes.js), and the widths\' calls apart: a width\'s ' +
              'first call (TF\'s oneDNN kernels create their primitives for each new shape) and ' +
-             'its second; RSS added by the widths\' run; × = peer\'s ms per call over the ' +
-             'widths / ours',
+             `its second; RSS added by the widths' run; ${BARE_GRAPH}: the same convnet and ` +
+             'inputs as one `tf.function` over any height and width, called from Python ' +
+             '(TF\'s own per-shape cost, under Python\'s per-call one); × = peer\'s ms per ' +
+             'call over the widths / ours',
       header: ['backend', 'one shape', 'mean width', 'many widths', 'many / mean',
                'a width\'s first call', 'its second', 'RSS +MB', 'call graphs', '×'],
       rows,
@@ -667,7 +674,7 @@ function firstResultTables(results) {
              'pass and training step each one `tf.function` called from Python, no Keras loop: ' +
              'what this package\'s call graphs run on TF\'s kernels); ms per predict / per ' +
              'fit epoch, medians of processes alternating',
-      header: ['model', 'call', `${P} ms`, 'tfjs-node ms', 'bare TF graph ms', '× tfjs-node',
+      header: ['model', 'call', `${P} ms`, 'tfjs-node ms', `${BARE_GRAPH} ms`, '× tfjs-node',
                `${P} / bare graph`],
       rows,
     });

@@ -14,7 +14,8 @@
 //                        defer-off: this package with TFJS_NODE_RS_DEFER=0)
 //   --models=a,b         models to run (default: all, or the quick subset)
 //   --only=models,micro,rss,shapes,cold,clients,distributed   groups to run (default: all; shapes:
-//                        a convnet's predicts of one shape and of 400 widths, benches/shapes.js;
+//                        a convnet's predicts of one shape and of 400 widths, benches/shapes.js,
+//                        and on keras the same as a bare TF graph;
 //                        cold: fresh processes that load a real GraphModel, predict once and
 //                        exit, their phases apart, benches/cold_start.js; tfgraph: the
 //                        compute-bound suite models against the same models as bare TF graphs
@@ -471,15 +472,17 @@ function runRss(opts, backends, results) {
 
 /**
  * Inputs of many shapes (benches/shapes.js): a convnet's predicts of one shape, and over 400
- * widths, in worker processes interleaved across backends (`cpu` left out); per backend the
- * median of the passes.
+ * widths, in worker processes interleaved across backends (`cpu` left out; `keras` runs the
+ * same plan on a bare TF graph, keras/worker.py's 'shapes' task); per backend the median of
+ * the passes.
  */
 function runShapes(opts, backends, results) {
   const runOn = backends.filter((b) => b !== 'cpu');
+  const plan = require('./shapes').plan();
   const runs = new Map(runOn.map((b) => [b, []]));
   for (let pass = 0; pass < (opts.quick ? 1 : opts.passes); pass++) {
     for (const backend of runOn.slice(pass % runOn.length).concat(runOn.slice(0, pass % runOn.length))) {
-      const r = runWorker({backend, kind: 'shapes'});
+      const r = runWorker({backend, kind: 'shapes', plan});
       const got = r.shapes || {error: (r.error || '').split('\n')[0]};
       runs.get(backend).push(got);
       console.log(`  shapes ${backend.padEnd(10)} ` + (got.error ? `ERROR ${got.error}` :
@@ -637,7 +640,7 @@ function main() {
   }
   if (opts.only.includes('shapes') && tfjsBackends.length) {
     console.log('\ninputs of many shapes (ms per predict from the first call, benches/shapes.js):');
-    runShapes(opts, tfjsBackends, results);
+    runShapes(opts, backends, results);
   }
   if (opts.only.includes('cold') && tfjsBackends.length) {
     console.log('\ncold starts: a fresh process loads a GraphModel, predicts once, exits ' +

@@ -60,11 +60,19 @@ function imagesOf(widths) {
   });
 }
 
-function shapes(tf) {
-  // Widths 16 to 415 in a shuffled order (the same every run), each twice.
+/**
+ * The run's inputs, also handed to benches/keras/worker.py's 'shapes' task (the same run on a
+ * bare TF graph): widths 16 to 415 in a shuffled order (the same every run), each twice.
+ */
+function plan() {
   const widths = Array.from({length: CALLS / 2}, (_, i) => 16 + (i * 173) % (CALLS / 2));
   const meanWidth = Math.round(widths.reduce((a, w) => a + w, 0) / widths.length);
-  const fixedMs = perCall(tf, imagesOf([32])).ms;
+  return {calls: CALLS, height: HEIGHT, fixedWidth: 32, meanWidth, widths};
+}
+
+function shapes(tf) {
+  const {widths, meanWidth, fixedWidth} = plan();
+  const fixedMs = perCall(tf, imagesOf([fixedWidth])).ms;
   // One shape of the widths' mean: the same work per call as the widths, in one shape.
   const fixedMeanMs = perCall(tf, imagesOf([meanWidth])).ms;
   const images = imagesOf(widths);
@@ -78,4 +86,4 @@ function shapes(tf) {
           calls: CALLS, widths: CALLS / 2, graphsAlive: stats ? stats.alive : null};
 }
 
-module.exports = {shapes};
+module.exports = {shapes, plan};

@@ -11,7 +11,8 @@ worker.js's: build, compile, fit one epoch (first fit), fit `fitEpochs` epochs, 
 predict (first predict), `predictCalls` timed predicts, predict with Keras's default batch size
 of 32 as tfjs's. {kind: 'graph', ...} (the same fields) times the same model as bare TF graphs
 instead, what tfjs-node-rs's call graphs run: its forward pass and its training step each as one
-`tf.function`, called from Python with no Keras loop around them (`task_graph`).
+`tf.function`, called from Python with no Keras loop around them (`task_graph`). {kind: 'shapes',
+plan} is benches/shapes.js's run of inputs of many shapes on a bare TF graph (`task_shapes`).
 """
 
 import json
@@ -237,6 +238,55 @@ def task_graph(task):
     return out
 
 
+def task_shapes(task):
+    """benches/shapes.js's run on a bare TF graph: its convnet as one `tf.function` over inputs of
+    any height and width (one trace, as this package's call graph for every shape), a fresh model
+    and function per run, timed from the first call, every result read back; `task["plan"]` is
+    shapes.js's `plan()`."""
+    plan = task["plan"]
+    height = plan["height"]
+
+    def pixels(width):
+        count = height * width * 3
+        return (np.arange(count) % 251 / 251).astype(np.float32).reshape(1, height, width, 3)
+
+    def per_call(widths):
+        model = keras.Sequential([keras.Input((None, None, 3)),
+                                  layers.Conv2D(8, 3, activation="relu"),
+                                  layers.GlobalAveragePooling2D(), layers.Dense(4)])
+        forward = tf.function(lambda x: model(x, training=False),
+                              input_signature=[tf.TensorSpec((1, None, None, 3), tf.float32)])
+        images = {width: pixels(width) for width in widths}
+        seen = set()
+        sums = {True: [0.0, 0], False: [0.0, 0]}
+        t0 = time.perf_counter()
+        for k in range(plan["calls"]):
+            width = widths[k % len(widths)]
+            t = time.perf_counter()
+            forward(images[width]).numpy()
+            entry = sums[width in seen]
+            entry[0] += time.perf_counter() - t
+            entry[1] += 1
+            seen.add(width)
+        ms = (time.perf_counter() - t0) * 1e3 / plan["calls"]
+        first, repeat = (total * 1e3 / count if count else None for total, count in
+                         (sums[False], sums[True]))
+        return ms, first, repeat
+
+    def rss():
+        with open("/proc/self/statm") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+    fixed_ms = per_call([plan["fixedWidth"]])[0]
+    fixed_mean_ms = per_call([plan["meanWidth"]])[0]
+    before = rss()
+    variable_ms, new_width_ms, seen_width_ms = per_call(plan["widths"])
+    return {"fixedMs": fixed_ms, "fixedMeanMs": fixed_mean_ms, "meanWidth": plan["meanWidth"],
+            "variableMs": variable_ms, "newWidthMs": new_width_ms, "seenWidthMs": seen_width_ms,
+            "rssDeltaMB": (rss() - before) / (1 << 20), "calls": plan["calls"],
+            "widths": len(plan["widths"]), "graphsAlive": None}
+
+
 def task_model(task):
     spec = task["spec"]
     if spec["graphModel"]:
@@ -268,6 +318,8 @@ def main():
             result["model"] = task_model(task)
         elif task["kind"] == "graph":
             result["graph"] = task_graph(task)
+        elif task["kind"] == "shapes":
+            result["shapes"] = task_shapes(task)
         else:
             raise ValueError(f"unknown task {task['kind']} for the Keras worker")
     except Exception as e:
