@@ -83,7 +83,7 @@ function shapes(tf) {
   const stats = tf.node && typeof tf.node.callGraphStats === 'function' ?
       tf.node.callGraphStats() : null;
   return {fixedMs, fixedMeanMs, meanWidth, variableMs, newWidthMs, seenWidthMs, rssDeltaMB,
-          calls: CALLS, widths: CALLS / 2, graphsAlive: stats ? stats.alive : null};
+          calls: images.length, widths: widths.length, graphsAlive: stats ? stats.alive : null};
 }
 
 module.exports = {shapes, plan};
