@@ -3,10 +3,12 @@
 
 const {configure, started} = require('../configure');
 const {tensorflowBackend} = require('./backend');
+const {codeCacheStats} = require('../code_cache');
 
 /**
  * What the runtime runs with: libtensorflow's version and file, TF's thread pools, whether
- * oneDNN is on, the devices, and the GPU options (with whether a GPU uses them).
+ * oneDNN is on, the devices, the GPU options (with whether a GPU uses them), and how this
+ * process's load went in V8's code cache.
  */
 function runtimeInfo() {
   const backend = tensorflowBackend('tf.node.runtimeInfo');
@@ -29,6 +31,7 @@ function runtimeInfo() {
       visibleDevices: options.visibleDevices.slice(),
       used: devices.some((d) => d.deviceType === 'GPU'),
     },
+    codeCache: codeCacheStats(),
   };
 }
 
