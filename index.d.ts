@@ -82,9 +82,10 @@ export declare namespace node {
     gpu: {allowGrowth: boolean, memoryLimitMB: number, visibleDevices: number[],
           /** Whether a GPU device exists to use them. */
           used: boolean};
-    /** V8's code cache for the modules `require('tfjs-node-rs')` loaded: its folder (null:
-     * off, or not writable) and how many modules compiled from it, had none, or had one V8
-     * rejected (those two are written at exit). */
+    /** V8's code cache for the modules `require('tfjs-node-rs')` loaded, turned on by
+     * `TFJS_NODE_RS_CODE_CACHE`: its folder (null: off, the default, or not writable) and how
+     * many modules compiled from it, had none, or had one V8 rejected (those two are written
+     * at exit). */
     codeCache: {directory: string|null, hits: number, misses: number, rejected: number};
   };
 

@@ -1,7 +1,7 @@
 'use strict';
-// V8's code cache for the modules `require('tfjs-node-rs')` loads (js/code_cache.js): written at
-// a first process's exit, used by the next, made again when V8 rejects it, never in the way
-// when it cannot be written; the results are those of a load without it.
+// V8's code cache for the modules `require('tfjs-node-rs')` loads (js/code_cache.js), off unless
+// asked for: written at a first process's exit, used by the next, made again when V8 rejects it,
+// never in the way when it cannot be written; the results are those of a load without it.
 
 const test = require('node:test');
 const assert = require('node:assert');
@@ -25,11 +25,13 @@ const PROGRAM = `
   try { tf.tensor([1, 2]).reshape([3]); } catch (e) { message = e.message; }
   console.log(JSON.stringify({y, message, cache: tf.node.runtimeInfo().codeCache}));`;
 
-/** PROGRAM in a fresh process with the cache setting `setting`; its last line's JSON. */
+/** PROGRAM in a fresh process with the cache setting `setting` (undefined: none); its last
+ * line's JSON. */
 function run(setting) {
+  const env = {...process.env, [ENV_VARIABLE]: setting};
+  if (setting === undefined) delete env[ENV_VARIABLE];
   const child = spawnSync(process.execPath, ['-e', PROGRAM],
-                          {cwd: ROOT, env: {...process.env, [ENV_VARIABLE]: setting},
-                           encoding: 'utf8', timeout: 120000});
+                          {cwd: ROOT, env, encoding: 'utf8', timeout: 120000});
   assert.strictEqual(child.status, 0, child.stderr);
   const lines = child.stdout.trim().split('\n');
   return JSON.parse(lines[lines.length - 1]);
@@ -45,7 +47,7 @@ function entries(base) {
 // Hand-computed: relu(x · ones(2, 3)): [1, -2] sums to -1, [3, 4] to 7.
 const EXPECTED = {y: [0, 0, 0, 7, 7, 7], message: 'Size(2) must match the product of shape 3'};
 
-test('the first process writes the cache at exit and the next compiles its load from it', () => {
+test('asked for, the first process writes the cache at exit and the next compiles its load from it', () => {
   const base = tempDir('cache');
   const first = run(base);
   assert.strictEqual(first.cache.hits, 0);
@@ -56,8 +58,11 @@ test('the first process writes the cache at exit and the next compiles its load 
   const second = run(base);
   assert.deepStrictEqual(second.cache, {...first.cache, hits: first.cache.misses, misses: 0});
   const off = run('0');
-  assert.deepStrictEqual(off.cache, {directory: null, hits: 0, misses: 0, rejected: 0});
-  for (const result of [first, second, off]) {
+  const unset = run(undefined);
+  for (const none of [off, unset]) {
+    assert.deepStrictEqual(none.cache, {directory: null, hits: 0, misses: 0, rejected: 0});
+  }
+  for (const result of [first, second, off, unset]) {
     assert.deepStrictEqual({y: result.y, message: result.message}, EXPECTED);
   }
 });

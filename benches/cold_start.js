@@ -89,34 +89,29 @@ function spawnRun(backend, model, dir, out, env) {
   }
 }
 
-// This package's first process after an install, which compiles tfjs's JS and writes V8's code
-// cache at exit (js/code_cache.js): each run of it gets an empty cache folder. A serverless
-// function's new instance starts so, unless its deployment ships the cache.
-const FIRST_RUN = 'first-run';
+// This package with V8's code cache turned on (js/code_cache.js, off by default), made by an
+// uncounted first run of the model: what every run after a program's first then sees.
+const CODE_CACHE = 'code-cache';
 
 /**
  * The cold-start group of `npm run bench` (`--only=cold`): `RUNS` processes per model and
  * backend (`QUICK_RUNS` with --quick), alternating; `cpu` left out (a first call of centernet
- * takes seconds there) and `defer-off` too (the same load as `tensorflow`). `tensorflow` runs
- * with the code cache that an uncounted first run of the model made, as every run after a
- * program's first does; FIRST_RUN with none.
+ * takes seconds there) and `defer-off` too (the same load as `tensorflow`). With `tensorflow`,
+ * CODE_CACHE too.
  */
 function runColdStart(opts, backends, results, {tmp, envOf}) {
   const runOn = backends.filter((b) => b !== 'cpu' && b !== 'defer-off');
-  if (runOn.includes('tensorflow')) runOn.splice(runOn.indexOf('tensorflow') + 1, 0, FIRST_RUN);
+  if (runOn.includes('tensorflow')) runOn.splice(runOn.indexOf('tensorflow') + 1, 0, CODE_CACHE);
   const dir = modelsDir();
   const runs = opts.quick ? QUICK_RUNS : RUNS;
   results.coldStart = {};
   for (const model of MODELS) {
     const codeCache = path.join(tmp, `code-cache-${model}`);
-    const envFor = (backend, k) => (backend === FIRST_RUN ?
-      {...envOf('tensorflow'), TFJS_NODE_RS_CODE_CACHE: path.join(tmp, `code-cache-${model}-${k}`)} :
-      backend === 'tensorflow' ? {...envOf(backend), TFJS_NODE_RS_CODE_CACHE: codeCache} :
-      envOf(backend));
-    const runBackend = (backend, k) =>
-      spawnRun(backend === FIRST_RUN ? 'tensorflow' : backend, model, dir,
-               path.join(tmp, `cold-${k}.json`), envFor(backend, k));
-    if (runOn.includes('tensorflow')) runBackend('tensorflow', 'fill');  // makes codeCache
+    const runBackend = (backend, k) => (backend === CODE_CACHE ?
+      spawnRun('tensorflow', model, dir, path.join(tmp, `cold-${k}.json`),
+               {...envOf('tensorflow'), TFJS_NODE_RS_CODE_CACHE: codeCache}) :
+      spawnRun(backend, model, dir, path.join(tmp, `cold-${k}.json`), envOf(backend)));
+    if (runOn.includes(CODE_CACHE)) runBackend(CODE_CACHE, 'fill');  // writes codeCache
     const got = new Map(runOn.map((b) => [b, []]));
     for (let k = 0; k < runs; k++) {
       for (const backend of runOn.slice(k % runOn.length).concat(runOn.slice(0, k % runOn.length))) {
@@ -155,4 +150,4 @@ if (require.main === module) {
       });
 }
 
-module.exports = {runColdStart, MODELS, FIRST_RUN};
+module.exports = {runColdStart, MODELS, CODE_CACHE};

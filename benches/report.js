@@ -12,7 +12,7 @@ const GROUPS = [{key: 'suite', title: 'Layers suite', of: (r) => !r.workload},
                 {key: 'workloads', title: 'User workloads', of: (r) => r.workload}];
 
 const {median} = require('./stats');
-const {FIRST_RUN} = require('./cold_start');
+const {CODE_CACHE} = require('./cold_start');
 
 /** A ratio or measurement with two decimals, for the targets table. */
 const f2 = (x) => (x == null ? 'n/a' : x.toFixed(2));
@@ -297,17 +297,17 @@ function targets(results) {
   const cold = results.coldStart;
   if (cold) {
     // Whole processes: the peer's ms / ours on each model.
-    // With the code cache an earlier run made (js/code_cache.js), and a first run's, apart.
+    // As installed, and with the code cache turned on (js/code_cache.js) beside.
     const speed = (r, peer, ours) => ratio(r[peer] && r[peer].process, r[ours] && r[ours].process);
     const speeds = (peer) => Object.entries(cold).map(([model, r]) =>
-      ({model, r: speed(r, peer, P), first: speed(r, peer, FIRST_RUN)}));
+      ({model, r: speed(r, peer, P), cached: speed(r, peer, CODE_CACHE)}));
     const coldTarget = (peer, name, goal, fits, show) => {
       if (!has(peer)) return;
       const cases = speeds(peer);
       const short = cases.filter((c) => c.r == null || !fits(c.r));
       add(name, `${cases.length - short.length}/${cases.length}`, goal, short.length === 0,
           cases.map((c) => `${c.model} ${show(c.r)}` +
-                    (c.first == null ? '' : ` (first run after install ${show(c.first)})`))
+                    (c.cached == null ? '' : ` (with the code cache on ${show(c.cached)})`))
               .join(', '));
     };
     coldTarget('wasm', 'cold start (whole process) at least as fast as wasm', 'ratio ≥ 1.0 on each',
@@ -635,8 +635,8 @@ function firstResultTables(results) {
       title: 'Cold starts: a fresh process requires the backend, loads a GraphModel shipped in ' +
              'an npm package (@vladmandic/human\'s blazeface, 0.5 MB, and centernet, 4.0 MB), ' +
              'predicts once on zeros, reads the result and exits (benches/cold_start.js); ' +
-             `${P} with the code cache an earlier run of the model made, ${FIRST_RUN} with none ` +
-             '(the first run after an install, which writes it at exit); ms of ' +
+             `${CODE_CACHE}: ${P} with V8's code cache turned on (TFJS_NODE_RS_CODE_CACHE), ` +
+             'made by an earlier run of the model; ms of ' +
              'each phase and of the whole process (exit included) as its parent timed it, ' +
              'medians of runs alternating between backends; × = peer\'s process ms / ours',
       header: ['model', 'backend', 'require', 'load', 'first call', 'read', 'process', '×'],

@@ -9,21 +9,22 @@
 // only what is compiled while tfjs-node-rs itself loads: the hook on `Module.prototype._compile`
 // is in place for that one synchronous `require` and taken away at its end.
 //
-// Where: `TFJS_NODE_RS_CODE_CACHE` names a directory, or `0` turns the cache off; by default
-// `.code-cache/` in this package's folder, which has the same owner as the code it caches (a
-// shared folder such as /tmp would let another user plant bytecode). A folder that cannot be
-// written (a read-only deployment) means no cache, and no work at exit. Under it, one folder per
-// architecture and V8 version, flags and CPU (V8 rejects a cache made under others), one file per
-// module, named from the module's path and its file's identity (inode, size, mtime and ctime:
-// the kernel sets ctime on every change, so a replaced file, even one of the same size and npm's
-// fixed mtime, gets a new name). V8 checks the rest, and a cache it rejects is made again.
+// Off unless asked for: `TFJS_NODE_RS_CODE_CACHE=1` keeps it in `.code-cache/` in this package's
+// folder, which has the same owner as the code it caches (a shared folder such as /tmp would let
+// another user plant bytecode); any other value names the folder. Why not by default: with it,
+// a model's training steps right after `require` ran 10-20% slower in the suite's benchmark
+// worker (docs/architecture.md, "Cold starts"). A folder that cannot be written (a read-only
+// deployment) means no cache, and no work at exit. Under it, one folder per architecture and V8
+// version, flags and CPU (V8 rejects a cache made under others), one file per module, named from
+// the module's path and its file's identity (inode, size, mtime and ctime: the kernel sets ctime
+// on every change, so a replaced file, even one of the same size and npm's fixed mtime, gets a
+// new name). V8 checks the rest, and a cache it rejects is made again.
 
+// Only these three when the cache is off (the default): `require` of crypto, v8 and vm costs a
+// start about 5 ms, so they load when the cache is on.
 const Module = require('module');
-const v8 = require('v8');
-const vm = require('vm');
 const fs = require('fs');
 const path = require('path');
-const crypto = require('crypto');
 
 const ENV_VARIABLE = 'TFJS_NODE_RS_CODE_CACHE';
 
@@ -32,7 +33,7 @@ const counts = {directory: null, hits: 0, misses: 0, rejected: 0};
 /** The cache's folder for this runtime, or null when caching is off or not possible here. */
 function cacheDirectory(packageRoot, env = process.env) {
   const setting = env[ENV_VARIABLE];
-  if (setting === '0') return null;
+  if (setting === undefined || setting === '' || setting === '0') return null;
   // Node's own compile cache already covers these modules; Bun and Deno compile their own way.
   if (typeof Module.getCompileCacheDir === 'function' && Module.getCompileCacheDir()) return null;
   if (process.versions.bun || process.versions.deno) return null;
@@ -40,10 +41,10 @@ function cacheDirectory(packageRoot, env = process.env) {
   // policy manifests (integrity checks).
   if (process.sourceMapsEnabled || env.NODE_V8_COVERAGE) return null;
   if ([...process.execArgv, env.NODE_OPTIONS || ''].some((a) => a.includes('--experimental-policy'))) return null;
-  const base = setting ? path.resolve(setting) : path.join(packageRoot, '.code-cache');
+  const base = setting === '1' ? path.join(packageRoot, '.code-cache') : path.resolve(setting);
   // The tag V8 derives from its version, flags and CPU features: a cache made under another
   // is rejected.
-  return path.join(base, `${process.arch}-${v8.cachedDataVersionTag().toString(16)}`);
+  return path.join(base, `${process.arch}-${require('v8').cachedDataVersionTag().toString(16)}`);
 }
 
 /** Whether `dir` exists (made if missing) and this process may write in it. */
@@ -66,7 +67,8 @@ function entryPath(dir, filename) {
     return null;
   }
   const identity = [filename, stat.ino, stat.size, stat.mtimeNs, stat.ctimeNs].join('\0');
-  return path.join(dir, crypto.createHash('sha256').update(identity).digest('hex').slice(0, 32));
+  const hash = require('crypto').createHash('sha256').update(identity).digest('hex');
+  return path.join(dir, hash.slice(0, 32));
 }
 
 function readEntry(file) {
@@ -109,6 +111,7 @@ function cacheModulesLoadedNow(packageRoot) {
   const dir = cacheDirectory(packageRoot);
   if (dir === null || !writable(dir)) return () => {};
   counts.directory = dir;
+  const vm = require('vm');
   const compile = Module.prototype._compile;
   const toWrite = [];
 
