@@ -107,10 +107,11 @@ function runColdStart(opts, backends, results, {tmp, envOf}) {
   results.coldStart = {};
   for (const model of MODELS) {
     const codeCache = path.join(tmp, `code-cache-${model}`);
-    const runBackend = (backend, k) => (backend === CODE_CACHE ?
-      spawnRun('tensorflow', model, dir, path.join(tmp, `cold-${k}.json`),
-               {...envOf('tensorflow'), TFJS_NODE_RS_CODE_CACHE: codeCache}) :
-      spawnRun(backend, model, dir, path.join(tmp, `cold-${k}.json`), envOf(backend)));
+    const runBackend = (backend, k) => {
+      const cached = backend === CODE_CACHE;
+      const env = cached ? {...envOf('tensorflow'), TFJS_NODE_RS_CODE_CACHE: codeCache} : envOf(backend);
+      return spawnRun(cached ? 'tensorflow' : backend, model, dir, path.join(tmp, `cold-${k}.json`), env);
+    };
     if (runOn.includes(CODE_CACHE)) runBackend(CODE_CACHE, 'fill');  // writes codeCache
     const got = new Map(runOn.map((b) => [b, []]));
     for (let k = 0; k < runs; k++) {
