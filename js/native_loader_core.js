@@ -9,6 +9,7 @@
 // __test__/native_loader.test.js simulates each failure without a broken install.
 
 const fs = require('fs');
+const os = require('os');
 const path = require('path');
 
 const ROOT = path.resolve(__dirname, '..');
@@ -399,17 +400,16 @@ function withLibraryPath(platform, dirs, env, requireBinding) {
 }
 
 /**
- * Loads the addon: environment checks, libtensorflow provided at first use (js/first_use.js),
- * TF_CPP_MIN_LOG_LEVEL, require, error explanation, TF_Version check. Returns the binding, with `TF_Version` set.
+ * What must happen before the addon is loaded: the environment checks, libtensorflow provided at
+ * first use (js/first_use.js), TF_CPP_MIN_LOG_LEVEL. Returns the addon file binding.js will load
+ * (undefined when there is none: its load fails and explainLoadError says why).
  */
-function load({
+function prepare({
   system = detect(),
   env = process.env,
-  requireBinding = () => require('../binding.js'),
   root = ROOT,
   resolve = require.resolve,
   fsImpl = fs,
-  readFile = fs.readFileSync,
   driver = () => nvidiaDriver({fsImpl}),
   provide = provideAtFirstUse,
 } = {}) {
@@ -422,10 +422,72 @@ function load({
   // TensorFlow logs at INFO level while starting; keep warnings and errors only
   // unless the user chose a level. Must be set before libtensorflow is loaded.
   if (env.TF_CPP_MIN_LOG_LEVEL === undefined) env.TF_CPP_MIN_LOG_LEVEL = defaultLogLevel(root, fsImpl, driver);
+  return addon;
+}
+
+// Set by startLoading(): this process's load is prepared, and load() goes on from there.
+let loadStarted = false;
+
+/**
+ * Called by js/index.js before tfjs's JS loads: prepares the load and, where it helps, starts it
+ * on a worker thread (loadOnWorker). Loading the addon maps libtensorflow and runs its static
+ * initializers, which register every op and kernel: 100-130 ms here, the largest part of
+ * `require`, which the main thread would otherwise spend before compiling tfjs's JS (another
+ * 100 ms). When the main thread then loads the same file, the dynamic linker finds it loaded, or
+ * holds the main thread until the worker's load is done: either way the file is loaded once.
+ * Not on Windows (the addon finds TF's DLLs through PATH, set for the main thread's load only),
+ * Bun or Deno (their workers differ), or with one core, where the worker's own start would only
+ * add to the main thread's work. Returns whether a worker loads it.
+ */
+function startLoading({system = detect(), cores = os.availableParallelism(), startWorker = loadOnWorker, ...options} = {}) {
+  const addon = prepare({system, ...options});
+  loadStarted = true;
+  const hostIsNode = !process.versions.bun && !process.versions.deno;
+  return Boolean(addon && hostIsNode && system.platform !== 'win32' && cores > 1 && startWorker(addon));
+}
+
+/**
+ * Loads `addon` on a worker thread, which exits when that is done. N-API has no asynchronous
+ * load, and a native thread would need a second addon that loads without libtensorflow: one
+ * more binary per platform for the same gain. Any failure is left to the main thread's own load
+ * to report (explainLoadError), so the worker's errors are dropped, and it never keeps the
+ * process alive. Returns whether the worker started.
+ */
+function loadOnWorker(addon) {
+  try {
+    const {Worker} = require('worker_threads');
+    const worker = new Worker(`process.dlopen({exports: {}}, ${JSON.stringify(addon)});`, {eval: true});
+    worker.on('error', () => {});
+    worker.unref();
+    return true;
+  } catch {
+    // Workers not allowed (the permission model without --allow-worker): the main thread loads it.
+    return false;
+  }
+}
+
+/**
+ * Loads the addon: prepare() unless startLoading() did, then require, error explanation, the
+ * TF_Version check and the CUDA libraries. Returns the binding, with `TF_Version` set.
+ */
+function load({
+  prepared = loadStarted,
+  system,
+  env = process.env,
+  requireBinding = () => require('../binding.js'),
+  root = ROOT,
+  resolve = require.resolve,
+  fsImpl = fs,
+  readFile = fs.readFileSync,
+  driver = () => nvidiaDriver({fsImpl}),
+  ...options
+} = {}) {
+  if (!prepared) prepare({system, env, root, resolve, fsImpl, driver, ...options});
+  const platform = system ? system.platform : process.platform;
   let binding;
   try {
     // Windows: the root's deps/lib (the first use makes no deps link beside the addon there).
-    binding = withLibraryPath(system.platform, [path.join(root, 'deps', 'lib')], env, requireBinding);
+    binding = withLibraryPath(platform, [path.join(root, 'deps', 'lib')], env, requireBinding);
   } catch (err) {
     throw explainLoadError(err, {root, env, resolve, fsImpl, readFile});
   }
@@ -439,6 +501,8 @@ function load({
 
 module.exports = {
   load,
+  prepare,
+  startLoading,
   detect,
   checkEnvironment,
   explainLoadError,
