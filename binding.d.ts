@@ -119,7 +119,7 @@ export declare function compileCall(ops: Array<CallOp>, fedIds: Array<number>, f
 /**
  * Creates this env's runtime now rather than at its first call: its TF context, and the
  * kernel set-up that `tf::warm_up` does on the executor thread meanwhile. js/index.js calls it
- * before it loads tfjs, whose JS takes long enough for the set-up to end.
+ * as soon as the addon is loaded (js/native_loader_core.js's `startLoading`).
  * Sets the `ConfigProto` (built by js/configure.js) and thread counts every context and
  * SavedModel session of the process is made with, before the first context; afterwards only
  * the configuration in force is accepted.
