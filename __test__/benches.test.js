@@ -178,3 +178,24 @@ test('a whole program (build to last predict) is a row of its own, against tfjs-
   assert.match(text, /\nresnet-block +build, predict +500 /);
   assert.match(text, /\nmnist-convnet +build, fit, predict +410 +492 +1000 +1\.20 +2\.44\n/);
 });
+
+test('a whole process (its start to the last predict) has a table of its own, without the ' +
+     'backends whose processes did not say', () => {
+  // On predict rows: tensorflow's and tfjs-node's process ms per process; keras's none.
+  const processes = {tensorflow: [700, 710, 720], 'tfjs-node': [1400, 1420, 1440]};
+  const backendsRun = ['tensorflow', 'tfjs-node', 'keras'];
+  const r = report.derive({
+    primary: 'tensorflow', backendsRun, backends: {},
+    models: [{model: 'mnist-convnet', method: 'predict', workload: true,
+              results: Object.fromEntries(backendsRun.map((b) => [b, {
+                ms: 1, firstMs: 1, processes: [1, 1, 1], firstProcesses: [1, 1, 1],
+                programMs: 400, programProcesses: [400, 400, 400],
+                ...(processes[b] ? {processMs: processes[b][1], processProcesses: processes[b]} : {})}]))}],
+  });
+  assert.strictEqual(r.models[0].processRatios['tfjs-node'], 1420 / 710);
+  assert.strictEqual(r.models[0].processRatios.keras, null);
+  assert.strictEqual(r.processGeomean.workloads['tfjs-node'], 2);
+  const text = report.text(r);
+  assert.match(text, /User workloads: the whole process, ms from the process's start/);
+  assert.match(text, /\nmnist-convnet +build, predict +710 +1420 +— +2\.00 +—\n/);
+});

@@ -361,13 +361,16 @@ function combineModelRuns(passes, method, primaryParams, params) {
 }
 
 /**
- * The whole program's time (`programMs` of worker.js), carried by the predict row: the median
- * over processes, and each process's; nothing when a process did not run all of the suite's calls.
+ * The whole program's time (`programMs` of worker.js) and the whole process's (`processMs`),
+ * carried by the predict row: the median over processes, and each process's; nothing when a
+ * process did not run all of the suite's calls.
  */
 function programTimes(passes) {
-  const got = passes.map((g) => g.programMs);
-  if (got.some((ms) => ms == null)) return {};
-  return {programMs: median(got), programProcesses: got};
+  const program = passes.map((g) => g.programMs);
+  const process = passes.map((g) => g.processMs);
+  if (program.some((ms) => ms == null)) return {};
+  return {programMs: median(program), programProcesses: program,
+          ...(process.some((ms) => ms == null) ? {} : {processMs: median(process), processProcesses: process})};
 }
 
 function microTask(opts, backend) {

@@ -141,7 +141,8 @@ function timePredict(tf, model, xs, task) {
  * One model, as a user program runs it: build (or load), compile, fit, then predict. When fit
  * fails (a backend without a gradient kernel), predict still runs, on the untrained model.
  * `programMs`: the whole program, from the build to the end of the last predict, where it ran
- * all of the suite's calls (not the cpu backend's shortened cases, nor a failed fit).
+ * all of the suite's calls (not the cpu backend's shortened cases, nor a failed fit);
+ * `processMs`: the same end from the process's start, the backend's `require` included.
  */
 async function taskModel(tf, task) {
   const spec = models.byName(task.model);
@@ -153,7 +154,10 @@ async function taskModel(tf, task) {
   if (spec.fit) out.fit = await timeFit(tf, model, spec, xs, task);
   out.predict = timePredict(tf, model, xs, task);
   const fitRanAll = !spec.fit || out.fit.epochs === task.fitEpochs;
-  if (fitRanAll && out.predict.calls === task.predictCalls) out.programMs = now() - t0;
+  if (fitRanAll && out.predict.calls === task.predictCalls) {
+    out.programMs = now() - t0;
+    out.processMs = now();
+  }
   tf.dispose(xs);
   model.dispose();
   return out;
