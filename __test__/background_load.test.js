@@ -38,9 +38,11 @@ test('startLoading starts the worker on the addon binding.js loads, after the lo
   assert.equal(started[0].logLevel, '2');
 });
 
-test('no worker on Windows, with one core, or without an addon file', () => {
+test('no worker on Windows, with one core, when turned off, or without an addon file', () => {
   assert.deepEqual(startWith({system: {...LINUX, platform: 'win32'}}), {onWorker: false, started: []});
   assert.deepEqual(startWith({cores: 1}), {onWorker: false, started: []});
+  assert.deepEqual(startWith({env: {TFJS_NODE_RS_LOAD_ON_WORKER: '0'}}), {onWorker: false, started: []});
+  assert.equal(startWith({env: {TFJS_NODE_RS_LOAD_ON_WORKER: '1'}}).onWorker, true);
   const noFiles = {...fs, statSync: () => { throw new Error('ENOENT'); }};
   const noPackage = () => { throw new Error('Cannot find module'); };
   assert.deepEqual(startWith({fsImpl: noFiles, resolve: noPackage}), {onWorker: false, started: []});
@@ -68,13 +70,13 @@ test('after startLoading, load() goes on from the prepared state', () => {
  * first, through --require) able to replace worker_threads' Worker; the program's last stdout
  * line as JSON.
  */
-function freshProcess(hook, code) {
+function freshProcess(hook, code, env = {}) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tfjs-node-rs-background-'));
   try {
     const hookFile = path.join(dir, 'hook.js');
     fs.writeFileSync(hookFile, `'use strict';\nconst workers = require('worker_threads');\n${hook}\n`);
     const r = spawnSync(process.execPath, ['--require', hookFile, '-e', `const tf = require('.');\n${code}`],
-                        {cwd: ROOT, encoding: 'utf8', timeout: 120000, env: {...process.env, TF_CPP_MIN_LOG_LEVEL: '2'}});
+                        {cwd: ROOT, encoding: 'utf8', timeout: 120000, env: {...process.env, TF_CPP_MIN_LOG_LEVEL: '2', ...env}});
     assert.equal(r.status, 0, `exit ${r.status} ${r.signal || ''}: ${r.stderr}`);
     return JSON.parse(r.stdout.trim().split('\n').pop());
   } finally {
@@ -86,19 +88,24 @@ function freshProcess(hook, code) {
 const COMPUTE = `console.log(JSON.stringify({dot: tf.dot(tf.tensor1d([1, 2, 3]), tf.tensor1d([4, 5, 6])).dataSync()[0],
                                             backend: tf.getBackend(), code: globalThis.workerCode || null}));`;
 
+const RECORD_WORKERS = `
+  const Original = workers.Worker;
+  workers.Worker = class extends Original {
+    constructor(code, options) {
+      super(code, options);
+      globalThis.workerCode = code;
+    }
+  };`;
+
 test('a program whose worker loaded the addon computes on it, and exits', {skip: os.availableParallelism() < 2 && 'one core: no worker'}, () => {
-  const got = freshProcess(`
-    const Original = workers.Worker;
-    workers.Worker = class extends Original {
-      constructor(code, options) {
-        super(code, options);
-        globalThis.workerCode = code;
-      }
-    };`, COMPUTE);
+  const got = freshProcess(RECORD_WORKERS, COMPUTE);
   assert.equal(got.dot, 32);
   assert.equal(got.backend, 'tensorflow');
   assert.match(got.code, /^process\.dlopen\(/);
   assert.ok(got.code.includes(JSON.stringify(loader.addonCandidates()[0])), got.code);
+  // Turned off, the main thread loads it.
+  const off = freshProcess(RECORD_WORKERS, COMPUTE, {TFJS_NODE_RS_LOAD_ON_WORKER: '0'});
+  assert.deepEqual(off, {dot: 32, backend: 'tensorflow', code: null});
 });
 
 test('a worker that cannot start, or fails, leaves the load to the main thread', () => {

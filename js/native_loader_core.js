@@ -436,14 +436,18 @@ let loadStarted = false;
  * 100 ms). When the main thread then loads the same file, the dynamic linker finds it loaded, or
  * holds the main thread until the worker's load is done: either way the file is loaded once.
  * Not on Windows (the addon finds TF's DLLs through PATH, set for the main thread's load only),
- * Bun or Deno (their workers differ), or with one core, where the worker's own start would only
- * add to the main thread's work. Returns whether a worker loads it.
+ * Bun or Deno (their workers differ), with one core, where the worker's own start would only add
+ * to the main thread's work, or with TFJS_NODE_RS_LOAD_ON_WORKER=0, which keeps the order that
+ * gives TF's set-ups the time tfjs's JS takes (docs/architecture.md). Returns whether a worker
+ * loads it.
  */
-function startLoading({system = detect(), cores = os.availableParallelism(), startWorker = loadOnWorker, ...options} = {}) {
-  const addon = prepare({system, ...options});
+function startLoading({system = detect(), env = process.env, cores = os.availableParallelism(), startWorker = loadOnWorker,
+  ...options} = {}) {
+  const addon = prepare({system, env, ...options});
   loadStarted = true;
   const hostIsNode = !process.versions.bun && !process.versions.deno;
-  return Boolean(addon && hostIsNode && system.platform !== 'win32' && cores > 1 && startWorker(addon));
+  const wanted = env.TFJS_NODE_RS_LOAD_ON_WORKER !== '0';
+  return Boolean(addon && wanted && hostIsNode && system.platform !== 'win32' && cores > 1 && startWorker(addon));
 }
 
 /**
