@@ -505,7 +505,6 @@ function load({
 
 module.exports = {
   load,
-  prepare,
   startLoading,
   detect,
   checkEnvironment,
