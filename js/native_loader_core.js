@@ -9,7 +9,6 @@
 // __test__/native_loader.test.js simulates each failure without a broken install.
 
 const fs = require('fs');
-const os = require('os');
 const path = require('path');
 
 const ROOT = path.resolve(__dirname, '..');
@@ -429,45 +428,33 @@ function prepare({
 let loadStarted = false;
 
 /**
- * Called by js/index.js before tfjs's JS loads: prepares the load and, where it helps, starts it
- * on a worker thread (loadOnWorker). Loading the addon maps libtensorflow and runs its static
- * initializers, which register every op and kernel: 100-130 ms here, the largest part of
- * `require`, which the main thread would otherwise spend before compiling tfjs's JS (another
- * 100 ms). When the main thread then loads the same file, the dynamic linker finds it loaded, or
- * holds the main thread until the worker's load is done: either way the file is loaded once.
- * Not on Windows (the addon finds TF's DLLs through PATH, set for the main thread's load only),
- * Bun or Deno (their workers differ), with one core, where the worker's own start would only add
- * to the main thread's work, or with TFJS_NODE_RS_LOAD_ON_WORKER=0, which keeps the order that
- * gives TF's set-ups the time tfjs's JS takes (docs/architecture.md). Returns whether a worker
- * loads it.
+ * Called by js/index.js before tfjs's JS loads, with the worker js/load_worker.js started (null
+ * where none did): prepares the load and sends the worker the addon file binding.js will load.
+ * Loading it maps libtensorflow and runs its static initializers, which register every op and
+ * kernel: 100-130 ms here, the largest part of `require`, which the main thread would otherwise
+ * spend before compiling tfjs's JS (another 100 ms). When the main thread then loads the same
+ * file, the dynamic linker finds it loaded, or holds the main thread until the worker's load is
+ * done: either way the file is loaded once. Without a worker (see startLoadWorker; also
+ * TFJS_NODE_RS_LOAD_ON_WORKER=0, which keeps the order that gives TF's set-ups the time tfjs's JS
+ * takes, docs/architecture.md) the main thread loads it first. A failed check, or no addon file,
+ * cancels the worker. Returns whether the worker loads it.
  */
-function startLoading({system = detect(), env = process.env, cores = os.availableParallelism(), startWorker = loadOnWorker,
-  ...options} = {}) {
-  const addon = prepare({system, env, ...options});
-  loadStarted = true;
-  const hostIsNode = !process.versions.bun && !process.versions.deno;
-  const wanted = env.TFJS_NODE_RS_LOAD_ON_WORKER !== '0';
-  return Boolean(addon && wanted && hostIsNode && system.platform !== 'win32' && cores > 1 && startWorker(addon));
-}
-
-/**
- * Loads `addon` on a worker thread, which exits when that is done. N-API has no asynchronous
- * load, and a native thread would need a second addon that loads without libtensorflow: one
- * more binary per platform for the same gain. Any failure is left to the main thread's own load
- * to report (explainLoadError), so the worker's errors are dropped, and it never keeps the
- * process alive. Returns whether the worker started.
- */
-function loadOnWorker(addon) {
+function startLoading({worker = null, system, ...options} = {}) {
+  let addon;
   try {
-    const {Worker} = require('worker_threads');
-    const worker = new Worker(`process.dlopen({exports: {}}, ${JSON.stringify(addon)});`, {eval: true});
-    worker.on('error', () => {});
-    worker.unref();
-    return true;
-  } catch {
-    // Workers not allowed (the permission model without --allow-worker): the main thread loads it.
+    addon = prepare({system: system || detect(), ...options});
+  } catch (err) {
+    if (worker) worker.cancel();
+    throw err;
+  }
+  loadStarted = true;
+  if (!worker) return false;
+  if (!addon) {
+    worker.cancel();
     return false;
   }
+  worker.load(addon);
+  return true;
 }
 
 /**

@@ -17,9 +17,6 @@ pub fn tf_version() -> String {
     linked_tf_version()
 }
 
-/// Creates this env's runtime now rather than at its first call: its TF context, and the
-/// kernel set-up that `tf::warm_up` does on the executor thread meanwhile. js/index.js calls it
-/// as soon as the addon is loaded (js/native_loader_core.js's `startLoading`).
 /// Sets the `ConfigProto` (built by js/configure.js) and thread counts every context and
 /// SavedModel session of the process is made with, before the first context; afterwards only
 /// the configuration in force is accepted.
@@ -61,6 +58,10 @@ pub fn runtime_info() -> NativeRuntimeInfo {
     }
 }
 
+/// Creates this env's runtime now rather than at its first call: its TF context, and the
+/// kernel set-up that `tf::warm_up` does on the executor thread meanwhile. js/index.js calls it
+/// once the addon is loaded, before tfjs's JS or, where a worker thread loads the addon
+/// (js/load_worker.js), after it.
 #[napi_derive::napi(js_name = "startRuntime")]
 pub fn start_runtime(env: Env) -> napi::Result<()> {
     state_call(&env, |_, _| Ok(()))
