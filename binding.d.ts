@@ -117,9 +117,6 @@ export declare function callRunsAhead(call: number): boolean
 export declare function compileCall(ops: Array<CallOp>, fedIds: Array<number>, fixedIds: Array<number>, fetches: Array<CallRef>, fedDims?: Array<Array<number>> | undefined | null, returned?: number | undefined | null): number
 
 /**
- * Creates this env's runtime now rather than at its first call: its TF context, and the
- * kernel set-up that `tf::warm_up` does on the executor thread meanwhile. js/index.js calls it
- * as soon as the addon is loaded (js/native_loader_core.js's `startLoading`).
  * Sets the `ConfigProto` (built by js/configure.js) and thread counts every context and
  * SavedModel session of the process is made with, before the first context; afterwards only
  * the configuration in force is accepted.
@@ -406,6 +403,12 @@ export declare function setDeviceScope(device?: string | undefined | null): void
 /** Starts recording what TF runs; an error while a profile is being taken. */
 export declare function startProfile(): void
 
+/**
+ * Creates this env's runtime now rather than at its first call: its TF context, and the
+ * kernel set-up that `tf::warm_up` does on the executor thread meanwhile. js/index.js calls it
+ * once the addon is loaded, before tfjs's JS or, where a worker thread loads the addon
+ * (js/load_worker.js), after it.
+ */
 export declare function startRuntime(): void
 
 /** Starts a server for `serverDef` (a serialized `tensorflow.ServerDef`). */

@@ -1,5 +1,6 @@
 'use strict';
-// The package's own TF kernels (src/kernels): one-channel convs and max pools. They must give
+// The package's own TF kernels (src/kernels): convs of few channels and one-channel max pools.
+// They must give
 // what tfjs's pure-JS cpu backend gives, eagerly and inside deferred graphs, and turn bad
 // input into JS errors.
 
@@ -9,7 +10,7 @@ const assert = require('node:assert/strict');
 const tf = require('..');
 const binding = require('../binding.js');
 
-const CONV = 'TfjsNodeRs>SingleChannelConv2D';
+const CONV = 'TfjsNodeRs>FewChannelConv2D';
 const POOL = 'TfjsNodeRs>SingleChannelMaxPool';
 
 /** Deterministic values in [-1, 1), with a few repeats so that max pools see ties. */
@@ -73,9 +74,15 @@ const convCases = [
   {x: [1, 6, 6, 1], f: [5, 5, 1, 1], pad: 'valid'},
   {x: [3, 6, 4, 1], f: [2, 3, 1, 1], pad: [[0, 0], [1, 2], [0, 3], [0, 0]]},
   {x: [1, 1, 1, 1], f: [1, 1, 1, 1], pad: 'same'},
+  // Few channels: an RGB image's first layer, and other counts of channels and filters.
+  {x: [1, 9, 13, 3], f: [3, 3, 3, 8], pad: 'valid'},
+  {x: [2, 7, 5, 3], f: [3, 3, 3, 8], pad: 'same'},
+  {x: [1, 6, 11, 2], f: [2, 3, 2, 3], pad: 'same'},
+  {x: [2, 5, 6, 4], f: [5, 1, 4, 5], pad: [[0, 0], [2, 1], [0, 2], [0, 0]]},
+  {x: [1, 3, 4, 3], f: [1, 1, 3, 1], pad: 'valid'},
 ];
 
-test('one-channel convs match the cpu backend, on the package kernel', async () => {
+test('convs of few channels match the cpu backend, on the package kernel', async () => {
   for (const [k, c] of convCases.entries()) {
     const xv = values(c.x.reduce((a, b) => a * b), k);
     const fv = values(c.f.reduce((a, b) => a * b), k + 50);
@@ -90,15 +97,22 @@ test('one-channel convs match the cpu backend, on the package kernel', async () 
   }
 });
 
-test('convs the kernel does not cover still run (strided, many channels)', async () => {
-  const xv = values(2 * 8 * 8, 3);
-  const fv = values(3 * 3 * 2, 4);
-  const expected = await onCpu(() => tf.conv2d(tf.tensor(xv, [2, 8, 8, 1]), tf.tensor(fv, [3, 3, 1, 2]), 2, 'same'));
-  const calls = ownOpCalls(() => {
-    close(tf.conv2d(tf.tensor(xv, [2, 8, 8, 1]), tf.tensor(fv, [3, 3, 1, 2]), 2, 'same').dataSync(),
-          expected);
-  });
-  assert.equal(calls[CONV], 0);
+test('convs the kernel does not cover still run (strided, dilated, many channels or filters)', async () => {
+  const cases = [
+    {x: [2, 8, 8, 1], f: [3, 3, 1, 2], strides: 2, dilations: 1},
+    {x: [1, 8, 8, 3], f: [3, 3, 3, 8], strides: 2, dilations: 1},
+    {x: [1, 9, 9, 3], f: [3, 3, 3, 8], strides: 1, dilations: 2},
+    {x: [1, 8, 8, 3], f: [3, 3, 3, 16], strides: 1, dilations: 1},
+    {x: [1, 8, 8, 5], f: [3, 3, 5, 4], strides: 1, dilations: 1},
+  ];
+  for (const [k, c] of cases.entries()) {
+    const xv = values(c.x.reduce((a, b) => a * b), k + 3);
+    const fv = values(c.f.reduce((a, b) => a * b), k + 4);
+    const conv = () => tf.conv2d(tf.tensor(xv, c.x), tf.tensor(fv, c.f), c.strides, 'same', 'NHWC', c.dilations);
+    const expected = await onCpu(conv);
+    const calls = ownOpCalls(() => close(conv().dataSync(), expected));
+    assert.equal(calls[CONV], 0, JSON.stringify(c));
+  }
 });
 
 const poolCases = [
@@ -162,12 +176,51 @@ test('a model of one-channel convs and pools runs its repeated predicts as one g
   model.dispose();
 });
 
+test('a convnet on RGB images of many widths gives the values of the cpu backend from its graphs', async () => {
+  const layers = () => [
+    tf.layers.conv2d({inputShape: [null, null, 3], filters: 8, kernelSize: 3, activation: 'relu'}),
+    tf.layers.globalAveragePooling2d({}),
+    tf.layers.dense({units: 4}),
+  ];
+  const model = tf.sequential({layers: layers()});
+  const weights = model.getWeights().map((w) => ({shape: w.shape, data: w.dataSync()}));
+  const widths = [5, 9, 12, 5, 17, 9, 12, 17];
+  const inputs = widths.map((w, k) => ({shape: [1, 6, w, 3], data: values(6 * w * 3, k % 4)}));
+  const expected = [];
+  await tf.setBackend('cpu');
+  try {
+    const m = tf.sequential({layers: layers()});
+    m.setWeights(weights.map((w) => tf.tensor(w.data, w.shape)));
+    for (const {shape, data} of inputs) expected.push(m.predict(tf.tensor(data, shape)).dataSync());
+  } finally {
+    await tf.setBackend('tensorflow');
+  }
+  const replaysBefore = tf.node.callGraphStats().replays;
+  const calls = ownOpCalls(() => {
+    inputs.forEach(({shape, data}, k) => {
+      const y = model.predict(tf.tensor(data, shape));
+      close(y.dataSync(), expected[k]);
+      y.dispose();
+    });
+  });
+  // The first calls run op by op (on the kernel) and compile graphs holding it, the last of
+  // them one for any width, which the later calls replay.
+  assert.ok(calls[CONV] >= 1, 'the first call ran on the package kernel');
+  if (tf.env().getBool('TFJS_NODE_RS_CALL_GRAPHS')) {
+    assert.equal(tf.node.callGraphStats().replays - replaysBefore, widths.length - 3);
+  }
+  model.dispose();
+});
+
 test('bad input to the kernels is a JS error, not a crash', () => {
   const T = (dims, n) => binding.createTensor(dims, 'float32', new Float32Array(n));
   const cases = [
     [() => binding.executeOp(CONV, [{name: 'pads', type: 'int', value: [0, 0, 0, 0]}],
                              [T([1, 4, 4, 2], 32), T([3, 3, 1, 1], 9)], 1),
-     /input must be \[batch, height, width, 1\]/],
+     /is for 1 input channels, the input has 2/],
+    [() => binding.executeOp(CONV, [{name: 'pads', type: 'int', value: [0, 0, 0, 0]}],
+                             [T([4, 4, 1], 16), T([3, 3, 1, 1], 9)], 1),
+     /input must be \[batch, height, width, channels\]/],
     [() => binding.executeOp(CONV, [{name: 'pads', type: 'int', value: [0, 0, 0, 0]}],
                              [T([1, 2, 2, 1], 4), T([4, 4, 1, 1], 16)], 1),
      /smaller than the window/],

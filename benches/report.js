@@ -670,7 +670,8 @@ function firstResultTables(results) {
              `of the widths' mean (${any ? any.meanWidth : '—'}), and 800 over ` +
              `${any ? any.widths : '—'} widths each seen twice, a fresh model each, ms per ` +
              'call from its first (benches/shapes.js), and the widths\' calls apart: a width\'s ' +
-             'first call (TF\'s oneDNN kernels create their primitives for each new shape) and ' +
+             'first call (where oneDNN\'s convolution, in TF, creates its primitive for each new ' +
+             'shape; this package runs this conv on its own kernel, which has none) and ' +
              `its second; RSS added by the widths' run; ${BARE_GRAPH}: the same convnet and ` +
              'inputs as one `tf.function` over any height and width, called from Python ' +
              '(TF\'s own per-shape cost, under Python\'s per-call one); × = peer\'s ms per ' +

@@ -27,7 +27,7 @@ function convnet(tf) {
 /**
  * Ms per predict of a fresh model over `images` (`[{width, pixels}]`, one call each): in all,
  * and apart for the calls of a width seen before and those of a width new to the model (where
- * TF's oneDNN kernels create their primitives for the shape, whatever ran the call).
+ * oneDNN's convolution, in TF, creates its primitive for the shape, whatever ran the call).
  */
 function perCall(tf, images) {
   const model = convnet(tf);

@@ -16,7 +16,7 @@
 
 use std::ops::Range;
 
-use super::threads;
+use super::{threads, with_widest_vectors};
 use crate::error::{Error, Result};
 use crate::tf::custom_op::{CpuKernel, KernelAttrs, KernelContext, OpSpec};
 use crate::tf::tensor::Tensor;
@@ -94,22 +94,6 @@ pub struct Program {
     pub inputs: usize,
     pub instructions: Vec<Instruction>,
     pub results: Vec<usize>,
-}
-
-/// `Program::$name`: `run_range_portable` compiled for CPU feature `$feature`.
-macro_rules! compiled_for {
-    ($name:ident, $feature:literal) => {
-        #[cfg(target_arch = "x86_64")]
-        #[target_feature(enable = $feature)]
-        unsafe fn $name(
-            &self,
-            inputs: &[Source<'_>],
-            outputs: &mut [&mut [f32]],
-            range: Range<usize>,
-        ) {
-            self.run_range_portable(inputs, outputs, range)
-        }
-    };
 }
 
 impl Program {
@@ -258,22 +242,11 @@ impl Program {
     /// kernels use them, and a chain of divisions and square roots (adam's update) is bound
     /// by them, not by memory.
     fn run_range(&self, inputs: &[Source<'_>], outputs: &mut [&mut [f32]], range: Range<usize>) {
-        #[cfg(target_arch = "x86_64")]
-        {
-            if std::arch::is_x86_feature_detected!("avx512f") {
-                // SAFETY: the CPU has AVX-512F, checked just before.
-                return unsafe { self.run_range_avx512(inputs, outputs, range) };
-            }
-            if std::arch::is_x86_feature_detected!("avx2") {
-                // SAFETY: the CPU has AVX2, checked just before.
-                return unsafe { self.run_range_avx2(inputs, outputs, range) };
-            }
-        }
-        self.run_range_portable(inputs, outputs, range)
+        with_widest_vectors(
+            #[inline(always)]
+            || self.run_range_portable(inputs, outputs, range),
+        )
     }
-
-    compiled_for!(run_range_avx512, "avx512f");
-    compiled_for!(run_range_avx2, "avx2");
 
     /// Each block's ops read every input before its outputs are written, so an input may be
     /// an output's buffer (`Source::InOutput`).

@@ -6,7 +6,7 @@
 
 pub mod column_sums;
 pub mod elementwise;
-mod single_channel_conv;
+mod few_channel_conv;
 mod single_channel_pool;
 mod threads;
 
@@ -18,7 +18,7 @@ use crate::tf::status::Status;
 
 use column_sums::ColumnSums;
 use elementwise::Elementwise;
-use single_channel_conv::SingleChannelConv2D;
+use few_channel_conv::FewChannelConv2D;
 use single_channel_pool::SingleChannelMaxPool;
 
 /// A batch of one-channel NHWC images: `[batch, height, width, 1]`.
@@ -31,17 +31,32 @@ struct Images {
 
 impl Images {
     fn from_dims(dims: &[i64]) -> Result<Images> {
-        let size = |d: i64| usize::try_from(d).map_err(|_| Error::Range(format!("dim {d} < 0")));
-        let &[batch, height, width, 1] = dims else {
-            return Err(Error::Range(format!(
+        match Images::with_channels(dims)? {
+            (images, 1) => Ok(images),
+            _ => Err(Error::Range(format!(
                 "input must be [batch, height, width, 1], got {dims:?}"
+            ))),
+        }
+    }
+
+    /// The images of NHWC `dims`, and their channels (at least one).
+    fn with_channels(dims: &[i64]) -> Result<(Images, usize)> {
+        let size = |d: i64| usize::try_from(d).map_err(|_| Error::Range(format!("dim {d} < 0")));
+        let &[batch, height, width, channels] = dims else {
+            return Err(Error::Range(format!(
+                "input must be [batch, height, width, channels], got {dims:?}"
             )));
         };
-        Ok(Images {
+        let channels = size(channels)?;
+        if channels == 0 {
+            return Err(Error::Range(format!("input {dims:?} has no channels")));
+        }
+        let images = Images {
             batch: size(batch)?,
             height: size(height)?,
             width: size(width)?,
-        })
+        };
+        Ok((images, channels))
     }
 
     fn image_len(&self) -> usize {
@@ -148,6 +163,37 @@ impl Pads {
     }
 }
 
+/// Calls `work` compiled for the widest vectors the CPU has (AVX-512F, else AVX2, else the
+/// target's baseline): the kernels' loops over plain arrays are written for the compiler to
+/// vectorize, and the widest vectors do most per instruction. `work` and what it calls with
+/// `#[inline(always)]` are inlined here, so they are compiled for the chosen features.
+fn with_widest_vectors<R>(work: impl FnOnce() -> R) -> R {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU has AVX-512F, checked just before.
+            return unsafe { with_avx512(work) };
+        }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2, checked just before.
+            return unsafe { with_avx2(work) };
+        }
+    }
+    work()
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn with_avx512<R>(work: impl FnOnce() -> R) -> R {
+    work()
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn with_avx2<R>(work: impl FnOnce() -> R) -> R {
+    work()
+}
+
 /// Registers the ops and their kernels, once per process. A failure leaves TF without the
 /// ops, and the JS kernels that would use them fall back to TF's own ops when TF reports them
 /// missing (`NOT_FOUND`), so it is no reason to refuse to start.
@@ -155,7 +201,7 @@ pub fn register() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         let status = Status::new();
-        let _ = custom_op::register::<SingleChannelConv2D>(&status)
+        let _ = custom_op::register::<FewChannelConv2D>(&status)
             .and_then(|()| custom_op::register::<SingleChannelMaxPool>(&status))
             .and_then(|()| custom_op::register::<Elementwise>(&status))
             .and_then(|()| custom_op::register::<ColumnSums>(&status));

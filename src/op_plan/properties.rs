@@ -229,7 +229,7 @@ const OPS: &[OpProperties] = &[
     op("Tan", Deferrable),
     op("Tanh", Deferrable),
     op("TanhGrad", Deferrable),
-    op("TfjsNodeRs>SingleChannelConv2D", Deferrable),
+    op("TfjsNodeRs>FewChannelConv2D", Deferrable),
     op("TfjsNodeRs>SingleChannelMaxPool", Deferrable),
     op("Tile", Deferrable).data_inputs(First),
     op("Transpose", Deferrable).data_inputs(First),

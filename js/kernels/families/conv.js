@@ -115,25 +115,46 @@ function dilations4(info) {
 const MAX_DEPTHWISE_AS_CONV_CHANNELS = 4;
 
 /**
- * A conv of one input channel by one filter, stride and dilation 1, on the package's own kernel
- * (src/kernels): 35-60 µs on [32,28,28,1] * [3,3,1,1], where TF's depthwise kernel took
- * 200-400 µs. Null when the conv is not of that kind, or TF lacks the kernel.
+ * Input channels and filters up to which, and multiply-adds up to which, a conv of stride and
+ * dilation 1 runs on the package's own kernel (src/kernels/few_channel_conv.rs): an image
+ * model's first layer on images of any size, where oneDNN's Conv2D creates a primitive for
+ * each new input shape (0.2-0.3 ms a new size). Measured through tfjs, a call and its read
+ * (this kernel against TF's Conv2D): [1,32,16,3]*[3,3,3,8] 0.07 against 0.22-0.24 ms,
+ * [1,32,216,3] 0.28 against 0.31-0.41, [1,32,415,3] 0.37 against 0.42-0.59, [32,28,28,3] 0.55
+ * against 0.59-0.65; from 16 filters, or about 10 million multiply-adds, TF's is faster
+ * ([1,64,64,3]*[3,3,3,32] 0.32-0.51 against 0.25-0.28, [1,224,224,3]*[3,3,3,8] 1.9-2.2
+ * against 1.7-1.9).
  */
-function singleChannelConv(b, x, filter, info) {
+const FEW_CHANNELS = 4;
+const FEW_FILTERS = 8;
+const FEW_CHANNEL_MAX_WORK = 4e6;
+
+/**
+ * A conv of few input channels and filters (or of one channel by one filter: 35-60 µs on
+ * [32,28,28,1] * [3,3,1,1], where TF's depthwise kernel took 200-400 µs), stride and dilation
+ * 1, on the package's own kernel. Null when the conv is not of that kind, or TF lacks the
+ * kernel.
+ */
+function fewChannelConv(b, x, filter, info) {
   const p = info.padInfo;
-  const fits = info.inChannels === 1 && info.outChannels === 1 && x.dtype === 'float32' &&
+  const work = info.batchSize * info.outHeight * info.outWidth * info.outChannels *
+      info.filterHeight * info.filterWidth * info.inChannels;
+  const few = (info.inChannels === 1 && info.outChannels === 1) ||
+      (info.inChannels > 1 && info.inChannels <= FEW_CHANNELS && info.outChannels <= FEW_FILTERS &&
+       work <= FEW_CHANNEL_MAX_WORK);
+  const fits = few && x.dtype === 'float32' &&
       info.strideHeight === 1 && info.strideWidth === 1 && info.dilationHeight === 1 &&
       info.dilationWidth === 1 && nonNegative([[p.top, p.bottom], [p.left, p.right]]) &&
       windowedSize(info.inHeight, p.top, p.bottom, info.filterHeight, 1) === info.outHeight &&
       windowedSize(info.inWidth, p.left, p.right, info.filterWidth, 1) === info.outWidth;
-  return fits ? runOwnOp(b, 'TfjsNodeRs>SingleChannelConv2D',
+  return fits ? runOwnOp(b, 'TfjsNodeRs>FewChannelConv2D',
                          {pads: [p.top, p.bottom, p.left, p.right]}, [x, filter]) :
                 null;
 }
 
 function conv2dRaw(b, x, filter, info, temps) {
-  const single = singleChannelConv(b, x, filter, info);
-  if (single !== null) return single;
+  const few = fewChannelConv(b, x, filter, info);
+  if (few !== null) return few;
   if (info.inChannels === 1 && info.outChannels <= MAX_DEPTHWISE_AS_CONV_CHANNELS &&
       info.strideHeight === info.strideWidth && info.dilationHeight === 1 &&
       info.dilationWidth === 1 && x.dtype === 'float32') {

@@ -1,0 +1,425 @@
+//! `TfjsNodeRs>FewChannelConv2D`: a 2-D convolution of an NHWC input of few channels
+//! `[n, h, w, c]` by a filter `[kh, kw, c, o]`, stride and dilation 1, zero padding
+//! `pads = [top, bottom, left, right]`. TF's kernels are built for many channels:
+//! - one channel by one filter: TF hands it to oneDNN's depthwise kernel, which measured
+//!   200-400 µs on `[32,28,28,1] * [3,3,1,1]` here (it splits the work across the intra-op
+//!   pool, whose hand-offs cost more than the arithmetic); this kernel takes 35-60 µs per call
+//!   through tfjs;
+//! - an image model's first layer (a few channels, a few filters): oneDNN creates a primitive
+//!   (and generates its code) for each new input shape, 0.2-0.3 ms each time an image of a new
+//!   size comes, where this kernel has nothing to set up, and computes small images faster
+//!   (js/kernels/families/conv.js has the numbers and the sizes it is used for).
+//!
+//! Both work on each image inside its zero padding, and vectorize along the axis that has the
+//! lanes: with several filters, the filters (`Conv::rows`: each tap's weights for `GROUP`
+//! filters times each of `PIXELS` output pixels' input value); with one channel by one filter,
+//! the positions (`Conv::planes`: one long run per tap over the whole image).
+
+use std::ops::Range;
+
+use super::{threads, with_widest_vectors, Extent, Images, Pads};
+use crate::error::{Error, Result};
+use crate::tf::custom_op::{CpuKernel, KernelAttrs, KernelContext, OpSpec};
+
+pub struct FewChannelConv2D {
+    pads: Pads,
+}
+
+impl CpuKernel for FewChannelConv2D {
+    const SPEC: OpSpec = OpSpec {
+        name: c"TfjsNodeRs>FewChannelConv2D",
+        inputs: &[c"input: float", c"filter: float"],
+        outputs: &[c"output: float"],
+        attrs: &[c"pads: list(int)"],
+    };
+
+    fn new(attrs: &KernelAttrs) -> Result<Self> {
+        Ok(FewChannelConv2D {
+            pads: Pads::new(attrs.ints::<4>(c"pads")?)?,
+        })
+    }
+
+    fn compute(&self, ctx: &KernelContext) -> Result<()> {
+        let input = ctx.input(0)?;
+        let filter = ctx.input(1)?;
+        let geometry = Geometry::new(&input.dims(), &filter.dims(), self.pads)?;
+        let mut output = ctx.allocate_f32_output(0, &geometry.output_dims())?;
+        convolve(input.f32s()?, filter.f32s()?, output.f32s_mut()?, &geometry)
+    }
+}
+
+/// Sizes of one call, checked against each other.
+#[derive(Debug, PartialEq)]
+struct Geometry {
+    input: Images,
+    channels: usize,
+    filter: Extent,
+    filters: usize,
+    output: Images,
+    pads: Pads,
+}
+
+impl Geometry {
+    fn new(input: &[i64], filter: &[i64], pads: Pads) -> Result<Geometry> {
+        let (input, channels) = Images::with_channels(input)?;
+        let &[filter_height, filter_width, filter_channels, filters] = filter else {
+            return Err(Error::Range(format!(
+                "filter must be [height, width, in channels, out channels], got {filter:?}"
+            )));
+        };
+        if usize::try_from(filter_channels).ok() != Some(channels) {
+            return Err(Error::Range(format!(
+                "filter {filter:?} is for {filter_channels} input channels, the input has {channels}"
+            )));
+        }
+        let filters = usize::try_from(filters)
+            .ok()
+            .filter(|&f| f > 0)
+            .ok_or_else(|| Error::Range(format!("filter {filter:?} has no output channels")))?;
+        let filter = Extent::new([filter_height, filter_width], "filter height and width")?;
+        Ok(Geometry {
+            input,
+            channels,
+            filter,
+            filters,
+            output: input.windowed(pads, filter, Extent::ONE)?,
+            pads,
+        })
+    }
+
+    fn output_dims(&self) -> [i64; 4] {
+        let [batch, height, width, _] = self.output.dims();
+        [batch, height, width, self.filters as i64]
+    }
+}
+
+/// `output = input * filter` for buffers of `geometry`'s sizes (see the module's comment).
+fn convolve(input: &[f32], filter: &[f32], output: &mut [f32], g: &Geometry) -> Result<()> {
+    let (source, k, out) = (g.input, g.filter, g.output);
+    let (channels, filters) = (g.channels, g.filters);
+    let taps = k.height * k.width * channels;
+    let sizes_agree = input.len() == source.len() * channels
+        && filter.len() == taps * filters
+        && output.len() == out.len() * filters;
+    if !sizes_agree {
+        return Err(Error::Invalid(
+            "buffer sizes do not match the shapes".into(),
+        ));
+    }
+    if output.is_empty() {
+        return Ok(());
+    }
+    let p = g.pads;
+    let padded = Padded {
+        width: source.width + p.left + p.right,
+        height: source.height + p.top + p.bottom,
+        channels,
+    };
+    // Each image inside its zero padding.
+    let padded_len = padded.height * padded.width * channels;
+    let mut images = vec![0.0f32; source.batch * padded_len];
+    let row_len = source.width * channels;
+    if row_len > 0 {
+        for (y, row) in input.chunks_exact(row_len).enumerate() {
+            let (image, y) = (y / source.height, y % source.height);
+            let at = image * padded_len + ((y + p.top) * padded.width + p.left) * channels;
+            images[at..at + row_len].copy_from_slice(row);
+        }
+    }
+    let conv = Conv {
+        images: &images,
+        padded,
+        filter: k,
+        output: out,
+        filters,
+    };
+    // The output's rows (of every image) in parts, one per core for large convs.
+    let out_row_len = out.width * filters;
+    let rows = source.batch * out.height;
+    let parts = threads::parts(output.len() * taps / FMAS_PER_ELEMENT);
+    // One channel by one filter: in runs over whole images (see `sum_plane`).
+    let plane_runs = channels == 1 && filters == 1;
+    let align = if plane_runs { out.height } else { 1 };
+    let mut split = Vec::with_capacity(parts);
+    let mut rest = output;
+    for range in threads::ranges(rows, parts, align) {
+        let (part, tail) = std::mem::take(&mut rest).split_at_mut(range.len() * out_row_len);
+        split.push((range, part));
+        rest = tail;
+    }
+    if plane_runs {
+        threads::run_parts(split, |(rows, out)| {
+            with_widest_vectors(
+                #[inline(always)]
+                || conv.planes(rows.start / conv.output.height, filter, out),
+            );
+            Ok(())
+        })
+    } else {
+        let weights = filter_groups(filter, taps, filters);
+        threads::run_parts(split, |(rows, out)| {
+            with_widest_vectors(
+                #[inline(always)]
+                || conv.rows(rows, &weights, out),
+            );
+            Ok(())
+        })
+    }
+}
+
+/// Multiply-adds that take about as long as an element-wise op's element, for
+/// `threads::parts`: what makes a conv large enough to split.
+const FMAS_PER_ELEMENT: usize = 16;
+
+/// Output channels computed at once, one vector of AVX2 (half of one of AVX-512).
+const GROUP: usize = 8;
+
+/// Output pixels computed at once: each tap's weights are loaded once for all of them.
+const PIXELS: usize = 4;
+
+/// The filters in groups of `GROUP` (the last one filled up with zeros), each group's taps
+/// `[row][column][channel]` of `GROUP` values; `filter` is `[row][column][channel][filter]`.
+fn filter_groups(filter: &[f32], taps: usize, filters: usize) -> Vec<[f32; GROUP]> {
+    let mut weights = vec![[0.0f32; GROUP]; filters.div_ceil(GROUP) * taps];
+    for (at, &value) in filter.iter().enumerate() {
+        let (tap, f) = (at / filters, at % filters);
+        weights[(f / GROUP) * taps + tap][f % GROUP] = value;
+    }
+    weights
+}
+
+/// An image's zero-padded size.
+#[derive(Clone, Copy)]
+struct Padded {
+    width: usize,
+    height: usize,
+    channels: usize,
+}
+
+/// One call's padded images and what its sums go to.
+struct Conv<'a> {
+    images: &'a [f32],
+    padded: Padded,
+    filter: Extent,
+    output: Images,
+    filters: usize,
+}
+
+impl Conv<'_> {
+    fn image(&self, image: usize) -> &[f32] {
+        let len = self.padded.height * self.padded.width * self.padded.channels;
+        &self.images[image * len..][..len]
+    }
+
+    /// Output rows `rows` (counted over every image), each filter group's sums `PIXELS` output
+    /// pixels at a time, vectorized along the filters.
+    #[inline(always)]
+    fn rows(&self, rows: Range<usize>, weights: &[[f32; GROUP]], out: &mut [f32]) {
+        let taps = self.filter.height * self.filter.width * self.padded.channels;
+        let out_row_len = self.output.width * self.filters;
+        for (row, out_row) in rows.zip(out.chunks_exact_mut(out_row_len)) {
+            let (image, y) = (row / self.output.height, row % self.output.height);
+            let image = self.image(image);
+            for (group, group_weights) in weights.chunks_exact(taps).enumerate() {
+                let mut x = 0;
+                while x + PIXELS <= self.output.width {
+                    self.sum_pixels::<PIXELS>(image, y, x, group, group_weights, out_row);
+                    x += PIXELS;
+                }
+                while x < self.output.width {
+                    self.sum_pixels::<1>(image, y, x, group, group_weights, out_row);
+                    x += 1;
+                }
+            }
+        }
+    }
+
+    /// The sums of output pixels `x..x + N` of row `y`, filter group `group`: for each tap,
+    /// its weights times each pixel's input value.
+    #[inline(always)]
+    fn sum_pixels<const N: usize>(
+        &self,
+        image: &[f32],
+        y: usize,
+        x: usize,
+        group: usize,
+        weights: &[[f32; GROUP]],
+        out_row: &mut [f32],
+    ) {
+        let (c, pw) = (self.padded.channels, self.padded.width);
+        let mut sums = [[0.0f32; GROUP]; N];
+        let mut tap = 0;
+        for ky in 0..self.filter.height {
+            let row = &image[(y + ky) * pw * c..][..pw * c];
+            for kx in 0..self.filter.width {
+                for channel in 0..c {
+                    let w = &weights[tap];
+                    tap += 1;
+                    for (n, pixel_sums) in sums.iter_mut().enumerate() {
+                        let value = row[(x + n + kx) * c + channel];
+                        for lane in 0..GROUP {
+                            pixel_sums[lane] += value * w[lane];
+                        }
+                    }
+                }
+            }
+        }
+        let first = group * GROUP;
+        let count = GROUP.min(self.filters - first);
+        for (n, pixel_sums) in sums.iter().enumerate() {
+            let at = (x + n) * self.filters + first;
+            out_row[at..at + count].copy_from_slice(&pixel_sums[..count]);
+        }
+    }
+
+    /// Whole images from `first` on (of one channel, by one filter, whose only tap values are
+    /// `taps`), vectorized along the positions: each tap adds its shifted plane times the tap to
+    /// the sums as one contiguous run, `sums[i] += plane[i + ky * width + kx] * tap`, where
+    /// `i = y * width + x` spans whole padded rows; the columns past the output's width are
+    /// computed and dropped.
+    #[inline(always)]
+    fn planes(&self, first: usize, taps: &[f32], out: &mut [f32]) {
+        let pw = self.padded.width;
+        let span = self.output.height * pw;
+        let mut sums = vec![0.0f32; span];
+        let out_len = self.output.image_len();
+        for (image, out_image) in out.chunks_exact_mut(out_len).enumerate() {
+            let plane = self.image(first + image);
+            sums.fill(0.0);
+            for ky in 0..self.filter.height {
+                for kx in 0..self.filter.width {
+                    let tap = taps[ky * self.filter.width + kx];
+                    let run = &plane[ky * pw + kx..];
+                    // The last row's final `kx` sums would read past the plane; they are
+                    // columns past the output's width.
+                    let len = span.min(run.len());
+                    for (sum, &value) in sums[..len].iter_mut().zip(&run[..len]) {
+                        *sum += value * tap;
+                    }
+                }
+            }
+            for (out_row, sum_row) in out_image
+                .chunks_exact_mut(self.output.width)
+                .zip(sums.chunks_exact(pw))
+            {
+                out_row.copy_from_slice(&sum_row[..self.output.width]);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pads(top: i64, bottom: i64, left: i64, right: i64) -> Pads {
+        Pads::new([top, bottom, left, right]).unwrap()
+    }
+
+    fn run(input: &[f32], dims: [i64; 4], filter: &[f32], fdims: [i64; 4], p: Pads) -> Vec<f32> {
+        let g = Geometry::new(&dims, &fdims, p).unwrap();
+        let mut out = vec![f32::NAN; g.output.len() * g.filters];
+        convolve(input, filter, &mut out, &g).unwrap();
+        out
+    }
+
+    #[test]
+    fn valid_conv_matches_hand_computed_sums() {
+        // 3x3 input 1..9, 2x2 filter [[1, 0], [0, -1]]: x[i][j] - x[i+1][j+1] = -4 everywhere.
+        let input: Vec<f32> = (1..=9).map(|v| v as f32).collect();
+        let out = run(
+            &input,
+            [1, 3, 3, 1],
+            &[1., 0., 0., -1.],
+            [2, 2, 1, 1],
+            pads(0, 0, 0, 0),
+        );
+        assert_eq!(out, vec![-4., -4., -4., -4.]);
+    }
+
+    #[test]
+    fn padding_reads_zeros_outside_the_image() {
+        // 2x2 input [[1, 2], [3, 4]], 3x3 filter of ones, 'same' padding: each output is the
+        // sum of its in-image neighbours, i.e. all four values.
+        let out = run(
+            &[1., 2., 3., 4.],
+            [1, 2, 2, 1],
+            &[1.; 9],
+            [3, 3, 1, 1],
+            pads(1, 1, 1, 1),
+        );
+        assert_eq!(out, vec![10., 10., 10., 10.]);
+        // Asymmetric: only a right column of padding, 1x2 filter [1, 10].
+        let out = run(
+            &[1., 2., 3., 4.],
+            [1, 2, 2, 1],
+            &[1., 10.],
+            [1, 2, 1, 1],
+            pads(0, 0, 0, 1),
+        );
+        assert_eq!(out, vec![21., 2., 43., 4.]);
+    }
+
+    #[test]
+    fn images_of_a_batch_stay_apart() {
+        let input = [1., 2., 3., 4., 10., 20., 30., 40.];
+        let out = run(
+            &input,
+            [2, 2, 2, 1],
+            &[1., 1., 1., 1.],
+            [2, 2, 1, 1],
+            pads(0, 0, 0, 0),
+        );
+        assert_eq!(out, vec![10., 100.]);
+    }
+
+    #[test]
+    fn channels_and_filters_are_summed_and_kept_apart() {
+        // One 1x2 image of two channels: pixels (1, 10) and (2, 20). A 1x1 filter of two
+        // output channels, [[1, 100], [0.5, 1000]] (in channel by out channel): output channel
+        // 0 is a + 0.5 b, channel 1 is 100 a + 1000 b, per pixel, NHWC.
+        let out = run(
+            &[1., 10., 2., 20.],
+            [1, 1, 2, 2],
+            &[1., 100., 0.5, 1000.],
+            [1, 1, 2, 2],
+            pads(0, 0, 0, 0),
+        );
+        assert_eq!(out, vec![6., 10100., 12., 20200.]);
+        // Three channels (an RGB image, all of ones), 'same' 3x3 filters of twos for channel 0
+        // and threes for channels 1 and 2 in output channel 0, ones in output channel 1: a
+        // corner sees 4 pixels (4 * (2 + 3 + 3) = 32 and 4 * 3 = 12), an edge 6, the middle 9.
+        let mut filter = Vec::new();
+        for _tap in 0..9 {
+            filter.extend_from_slice(&[2., 1., 3., 1., 3., 1.]);
+        }
+        let out = run(
+            &[1.; 27],
+            [1, 3, 3, 3],
+            &filter,
+            [3, 3, 3, 2],
+            pads(1, 1, 1, 1),
+        );
+        let per_pixel = [4., 6., 4., 6., 9., 6., 4., 6., 4.];
+        let expected: Vec<f32> = per_pixel.iter().flat_map(|n| [8. * n, 3. * n]).collect();
+        assert_eq!(out, expected);
+    }
+
+    #[test]
+    fn shapes_that_do_not_fit_are_errors() {
+        let none = pads(0, 0, 0, 0);
+        assert!(Geometry::new(&[1, 2, 2, 3], &[1, 1, 1, 1], none).is_err());
+        assert!(Geometry::new(&[1, 2, 2, 3], &[1, 1, 3, 0], none).is_err());
+        assert!(Geometry::new(&[1, 2, 2, 0], &[1, 1, 0, 1], none).is_err());
+        assert!(Geometry::new(&[1, 1, 2, 1], &[3, 1, 1, 1], none).is_err());
+        // A filter one larger than the input leaves an empty output, as in TF and tfjs.
+        let g = Geometry::new(&[1, 2, 2, 1], &[3, 3, 1, 1], none).unwrap();
+        assert_eq!(g.output_dims(), [1, 0, 0, 1]);
+        assert!(Geometry::new(&[1, 2, 2, 1], &[0, 1, 1, 1], none).is_err());
+        assert!(Geometry::new(&[2, 2, 1], &[1, 1, 1, 1], none).is_err());
+        assert!(Pads::new([0, -1, 0, 0]).is_err());
+        let g = Geometry::new(&[0, 5, 5, 3], &[3, 3, 3, 8], none).unwrap();
+        assert_eq!(g.output_dims(), [0, 3, 3, 8]);
+        assert!(convolve(&[], &[0.; 216], &mut [], &g).is_ok());
+    }
+}
