@@ -212,6 +212,21 @@ test('a convnet on RGB images of many widths gives the values of the cpu backend
   model.dispose();
 });
 
+test('on a GPU, and for a portable recording, the own kernels give way to the ops of TF', () => {
+  const {runOwnOp} = require('../js/kernels/families/common');
+  const ran = [];
+  const backend = (gpu, portable) => ({
+    isUsingGpuDevice: gpu,
+    portableOps: () => portable,
+    run1: (op) => ran.push(op),
+  });
+  assert.equal(runOwnOp(backend(true, false), CONV, {pads: [0, 0, 0, 0]}, []), null);
+  assert.equal(runOwnOp(backend(false, true), CONV, {pads: [0, 0, 0, 0]}, []), null);
+  assert.deepEqual(ran, []);
+  runOwnOp(backend(false, false), CONV, {pads: [0, 0, 0, 0]}, []);
+  assert.deepEqual(ran, [CONV]);
+});
+
 test('bad input to the kernels is a JS error, not a crash', () => {
   const T = (dims, n) => binding.createTensor(dims, 'float32', new Float32Array(n));
   const cases = [

@@ -111,12 +111,15 @@ const OWN_OP_ATTRS = new Map();
 
 /**
  * Runs one of the package's own ops, whose attrs are all int lists (`{name: values}`); null when
- * TF lacks the op, for the caller to take TF's own ops instead.
+ * TF lacks the op, or on a GPU, for the caller to take TF's own ops instead.
  */
 function runOwnOp(b, op, intLists, inputs) {
   if (missingOwnOps.has(op)) return null;
   // The package's own ops exist in this process only.
   if (b.portableOps()) return null;
+  // Their kernels are CPU kernels: on a GPU, TF would copy their inputs to the host and their
+  // outputs back, where its own GPU kernels take neither copy.
+  if (b.isUsingGpuDevice) return null;
   const byKey = cachedAttrs(OWN_OP_ATTRS, op, () => new Map());
   const attrs = cachedAttrs(byKey, JSON.stringify(intLists),
                             () => Object.entries(intLists).map(([k, v]) => A.ints(k, v)));
