@@ -137,7 +137,7 @@ fn convolve(input: &[f32], filter: &[f32], output: &mut [f32], g: &Geometry) -> 
     let out_row_len = out.width * filters;
     let rows = source.batch * out.height;
     let parts = threads::parts(output.len() * taps / FMAS_PER_ELEMENT);
-    // One channel by one filter: in runs over whole images (see `sum_plane`).
+    // One channel by one filter: in runs over whole images (see `Conv::planes`).
     let plane_runs = channels == 1 && filters == 1;
     let align = if plane_runs { out.height } else { 1 };
     let mut split = Vec::with_capacity(parts);
