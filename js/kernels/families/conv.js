@@ -118,12 +118,13 @@ const MAX_DEPTHWISE_AS_CONV_CHANNELS = 4;
  * Input channels and filters up to which, and multiply-adds up to which, a conv of stride and
  * dilation 1 runs on the package's own kernel (src/kernels/few_channel_conv.rs): an image
  * model's first layer on images of any size, where oneDNN's Conv2D creates a primitive for
- * each new input shape (0.2-0.3 ms a new size). Measured through tfjs, a call and its read
- * (this kernel against TF's Conv2D): [1,32,16,3]*[3,3,3,8] 0.07 against 0.22-0.24 ms,
- * [1,32,216,3] 0.28 against 0.31-0.41, [1,32,415,3] 0.37 against 0.42-0.59, [32,28,28,3] 0.55
- * against 0.59-0.65; from 16 filters, or about 10 million multiply-adds, TF's is faster
- * ([1,64,64,3]*[3,3,3,32] 0.32-0.51 against 0.25-0.28, [1,224,224,3]*[3,3,3,8] 1.9-2.2
- * against 1.7-1.9).
+ * each new input shape (0.2-0.3 ms a new size). Measured through tfjs, a call and its read,
+ * this kernel against TF's Conv2D (2 runs each): [1,32,16,3]*[3,3,3,8] 0.07 against 0.24-0.29
+ * ms, [1,32,216,3] 0.31 against 0.40-0.46, [1,32,415,3] 0.40 against 0.57-0.60, [8,32,32,3]
+ * 0.34 against 0.46-0.49, [4,64,64,3] (3.5 million multiply-adds) 0.44 against 0.44-0.48.
+ * Past the limits TF's is as fast or faster: 16 filters ([1,64,64,3]*[3,3,3,16] 0.37-0.38
+ * against 0.33-0.35), 5.4 million multiply-adds ([32,28,28,3]*8, 'same': 0.43 against
+ * 0.39-0.44), 11 million ([1,224,224,3]*8: 2.1-2.2 against 1.8-1.9).
  */
 const FEW_CHANNELS = 4;
 const FEW_FILTERS = 8;
