@@ -155,8 +155,8 @@ async function taskModel(tf, task) {
   out.predict = timePredict(tf, model, xs, task);
   const fitRanAll = !spec.fit || out.fit.epochs === task.fitEpochs;
   if (fitRanAll && out.predict.calls === task.predictCalls) {
-    out.programMs = now() - t0;
     out.processMs = now();
+    out.programMs = out.processMs - t0;
   }
   tf.dispose(xs);
   model.dispose();

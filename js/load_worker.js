@@ -2,7 +2,7 @@
 // The worker thread that loads the addon, and libtensorflow with it, while the main thread
 // compiles tfjs's JS (js/native_loader_core.js's startLoading says which file, once the load's
 // checks pass). It starts before those checks, with nothing but Node's own modules required:
-// its own start (20-30 ms from `new Worker` to its first line here) is then spent while the
+// its own start (20-32 ms from `new Worker` to its first line here) is then spent while the
 // main thread runs the checks (a process report for the C library, 4-5 ms) and requires the
 // loader, not before them.
 

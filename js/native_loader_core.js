@@ -439,10 +439,10 @@ let loadStarted = false;
  * takes, docs/architecture.md) the main thread loads it first. A failed check, or no addon file,
  * cancels the worker. Returns whether the worker loads it.
  */
-function startLoading({worker = null, system, ...options} = {}) {
+function startLoading({worker = null, ...options} = {}) {
   let addon;
   try {
-    addon = prepare({system: system || detect(), ...options});
+    addon = prepare(options);
   } catch (err) {
     if (worker) worker.cancel();
     throw err;

@@ -115,19 +115,16 @@ fn convolve(input: &[f32], filter: &[f32], output: &mut [f32], g: &Geometry) -> 
         height: source.height + p.top + p.bottom,
         channels,
     };
-    // Each image inside its zero padding.
-    let padded_len = padded.height * padded.width * channels;
-    let mut images = vec![0.0f32; source.batch * padded_len];
-    let row_len = source.width * channels;
-    if row_len > 0 {
-        for (y, row) in input.chunks_exact(row_len).enumerate() {
-            let (image, y) = (y / source.height, y % source.height);
-            let at = image * padded_len + ((y + p.top) * padded.width + p.left) * channels;
-            images[at..at + row_len].copy_from_slice(row);
-        }
-    }
+    // Each image inside its zero padding; without padding, the input as it is.
+    let padded_images;
+    let images: &[f32] = if p.top + p.bottom + p.left + p.right == 0 {
+        input
+    } else {
+        padded_images = pad(input, source, channels, p, padded);
+        &padded_images
+    };
     let conv = Conv {
-        images: &images,
+        images,
         padded,
         filter: k,
         output: out,
@@ -165,6 +162,22 @@ fn convolve(input: &[f32], filter: &[f32], output: &mut [f32], g: &Geometry) -> 
             Ok(())
         })
     }
+}
+
+/// The images of `input` (of `source`'s sizes and `channels`), each inside zero padding `p`
+/// (`padded` in all).
+fn pad(input: &[f32], source: Images, channels: usize, p: Pads, padded: Padded) -> Vec<f32> {
+    let padded_len = padded.height * padded.width * channels;
+    let mut images = vec![0.0f32; source.batch * padded_len];
+    let row_len = source.width * channels;
+    if row_len > 0 {
+        for (y, row) in input.chunks_exact(row_len).enumerate() {
+            let (image, y) = (y / source.height, y % source.height);
+            let at = image * padded_len + ((y + p.top) * padded.width + p.left) * channels;
+            images[at..at + row_len].copy_from_slice(row);
+        }
+    }
+    images
 }
 
 /// Multiply-adds that take about as long as an element-wise op's element, for

@@ -21,7 +21,8 @@ use elementwise::Elementwise;
 use few_channel_conv::FewChannelConv2D;
 use single_channel_pool::SingleChannelMaxPool;
 
-/// A batch of one-channel NHWC images: `[batch, height, width, 1]`.
+/// The sizes of a batch of NHWC images `[batch, height, width, channels]`, the channels apart
+/// (`with_channels`), or of one channel (`from_dims`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct Images {
     batch: usize,
