@@ -10,7 +10,7 @@ const fs = require('node:fs');
 const path = require('node:path');
 const {spawnSync} = require('node:child_process');
 
-const {prebind, definedNames, topNamespace} = require('../scripts/prebind.js');
+const {prebind, definedNames, mentionsOwnNamespace} = require('../scripts/prebind.js');
 const {scratchDirs} = require('./support/scratch.js');
 
 const tempDir = scratchDirs('tfjs-node-rs-prebind-');
@@ -23,8 +23,9 @@ const needs = {skip: !onX64Linux ? 'x86-64 Linux only' : !haveCompiler ? 'no C++
 // The framework: defines a name the second library defines too.
 const FIRST = 'namespace tensorflow { int twice = 1; }\n';
 // libtensorflow_cc's part: its own names, a name the first library defines, a name of a
-// namespace shared with the world (absl), a GNU unique symbol (a template's static member), a
-// vtable, and a table of pointers to each (symbolic relocations).
+// namespace shared with the world (absl), a template of that namespace instantiated with one of
+// TF's types, a GNU unique symbol (a template's static member), a vtable, and a table of
+// pointers to each (symbolic relocations).
 const SECOND = `
 namespace tensorflow {
 int own = 2;
@@ -38,14 +39,20 @@ template <class T> struct Registry { static int count; };
 template <class T> int Registry<T>::count = 6;
 template struct Registry<int>;
 }
-namespace absl { int shared_name = 7; }
+namespace absl {
+int shared_name = 7;
+template <class T> int size_of() { return sizeof(T); }
+template int size_of<tensorflow::Base>();
+}
 extern "C" void* table[] = {
   &tensorflow::own, &tensorflow::twice, reinterpret_cast<void*>(&tensorflow::own_function),
   &absl::shared_name, &tensorflow::Registry<int>::count,
+  reinterpret_cast<void*>(&absl::size_of<tensorflow::Base>),
 };
 `;
 const NAMES = ['_ZN10tensorflow3ownE', '_ZN10tensorflow5twiceE', '_ZN10tensorflow12own_functionEv',
-               '_ZN4absl11shared_nameE', '_ZN10tensorflow8RegistryIiE5countE'];
+               '_ZN4absl11shared_nameE', '_ZN10tensorflow8RegistryIiE5countE',
+               '_ZN4absl7size_ofIN10tensorflow4BaseEEEiv'];
 // Loads the root (which needs first, then second, as the addon needs the framework, then cc)
 // and prints, for each table entry, whether it holds what a lookup of its name gives.
 const CHECK = `
@@ -75,13 +82,22 @@ function symbolicReferences(file) {
   return new Set([...out.stdout.matchAll(/R_X86_64_(?:64|GLOB_DAT)\s+\S+\s+(\S+)/g)].map((m) => m[1]));
 }
 
-test('topNamespace reads the first component of mangled names', () => {
-  assert.equal(topNamespace('_ZN10tensorflow6TensorC1Ev'), 'tensorflow');
-  assert.equal(topNamespace('_ZNK4mlir9Operation4nameEv'), 'mlir');
-  assert.equal(topNamespace('_ZTVN3xla9HloModuleE'), 'xla');
-  assert.equal(topNamespace('_ZTIN3tsl6StatusE'), 'tsl');
-  assert.equal(topNamespace('_ZZN10tensorflow1fEvE1c'), null); // a function's static: not one
-  assert.equal(topNamespace('TF_NewTensor'), null);
+test('mentionsOwnNamespace finds TF namespaces anywhere in mangled names', () => {
+  assert.ok(mentionsOwnNamespace('_ZN10tensorflow6TensorC1Ev'));
+  assert.ok(mentionsOwnNamespace('_ZNK4mlir9Operation4nameEv'));
+  assert.ok(mentionsOwnNamespace('_ZTVN3xla9HloModuleE'));
+  assert.ok(mentionsOwnNamespace('_ZTIN3tsl6StatusE'));
+  // A static of a TF function, and its guard variable.
+  assert.ok(mentionsOwnNamespace('_ZZN10tensorflow1fEvE1c'));
+  assert.ok(mentionsOwnNamespace('_ZGVZN10tensorflow1fEvE1c'));
+  // std::vector<tensorflow::Tensor>'s method: a template of the world over one of TF's types.
+  assert.ok(mentionsOwnNamespace('_ZNSt6vectorIN10tensorflow6TensorESaIS1_EE9push_backERKS1_'));
+  // The world's own names, and a component that only ends in TF's letters (length 110).
+  assert.ok(!mentionsOwnNamespace('_ZNSt6vectorIiSaIiEE9push_backERKi'));
+  assert.ok(!mentionsOwnNamespace('_ZN4absl6StatusC1Ev'));
+  assert.ok(!mentionsOwnNamespace(`_ZN110tensorflow${'x'.repeat(100)}E`));
+  assert.ok(!mentionsOwnNamespace('TF_NewTensor'));
+  assert.ok(!mentionsOwnNamespace('tensorflow_10tensorflow'));
 });
 
 test('prebind binds only what the lookup could only find in the library itself', needs, () => {
@@ -109,7 +125,8 @@ test('prebind binds only what the lookup could only find in the library itself',
                       '_ZN10tensorflow8RegistryIiE5countE']) {
     assert.ok(left.has(kept), `${kept} is still looked up`);
   }
-  for (const bound of ['_ZN10tensorflow3ownE', '_ZN10tensorflow12own_functionEv']) {
+  for (const bound of ['_ZN10tensorflow3ownE', '_ZN10tensorflow12own_functionEv',
+                       '_ZN4absl7size_ofIN10tensorflow4BaseEEEiv']) {
     assert.ok(!left.has(bound), `${bound} is bound`);
   }
   // A second run finds nothing more to bind.
