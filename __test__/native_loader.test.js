@@ -221,7 +221,20 @@ test('musl (no glibc) is rejected with the supported libc', () => {
   );
 });
 
-test('an unknown libc (no process report) does not stop the load', () => {
+test('the C library is read from the files the process has mapped', () => {
+  const mapped = (file) => `7f79e4744000-7f79e476a000 r--p 00000000 fe:00 326279    ${file}\n` +
+    '7ffc1c5f9000-7ffc1c61a000 rw-p 00000000 00:00 0          [stack]\n';
+  assert.equal(loader.glibcFromMaps(mapped('/lib/x86_64-linux-gnu/libc-2.31.so')), '2.31');
+  assert.equal(loader.glibcFromMaps(mapped('/usr/lib64/libc-2.17.so')), '2.17');
+  // glibc 2.34 and later: libc.so.6 itself, no version in the name.
+  assert.equal(loader.glibcFromMaps(mapped('/usr/lib/x86_64-linux-gnu/libc.so.6')), undefined);
+  // musl (Alpine), also with a glibc compatibility layer; no C library mapped at all.
+  assert.equal(loader.glibcFromMaps(mapped('/lib/ld-musl-x86_64.so.1')), null);
+  assert.equal(loader.glibcFromMaps(mapped('/lib/ld-musl-aarch64.so.1') + mapped('/lib/libc.so.6')), null);
+  assert.equal(loader.glibcFromMaps(mapped('/usr/bin/node')), null);
+});
+
+test('an unknown glibc version does not stop the load', () => {
   assert.strictEqual(loadWith({system: {...OK_SYSTEM, glibc: undefined}}), GOOD_BINDING);
 });
 
@@ -456,5 +469,11 @@ test('detect() describes this process', () => {
   assert.strictEqual(sys.platform, process.platform);
   assert.strictEqual(sys.arch, process.arch);
   assert.strictEqual(sys.napi, process.versions.napi);
-  if (process.platform === 'linux') assert.ok(sys.glibc === null || /^\d+\.\d+/.test(sys.glibc));
+  if (process.platform !== 'linux') return;
+  // The process report's glibc version, which names the file only before 2.34.
+  const reported = process.report.getReport().header.glibcVersionRuntime;
+  if (!reported) assert.strictEqual(sys.glibc, null);
+  else if (loader.versionBelow(reported, [2, 34])) assert.strictEqual(sys.glibc, reported);
+  else assert.strictEqual(sys.glibc, undefined);
+  assert.doesNotThrow(() => loader.checkEnvironment(sys));
 });

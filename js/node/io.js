@@ -6,9 +6,10 @@
 const fs = require('fs');
 const path = require('path');
 const tfc = require('@tensorflow/tfjs-core');
-const {decodeGraphDef} = require('./graph_def');
-const {ProtoError} = require('./proto');
-const {savedModelRouter} = require('./saved_model_export');
+const {loadLayersModel} = require('@tensorflow/tfjs-layers');
+const {loadGraphModel} = require('@tensorflow/tfjs-converter');
+// graph_def.js (with proto.js) and saved_model_export.js load at their first use: most programs
+// never read a binary GraphDef nor export a SavedModel, and requiring them cost a start 4 ms.
 
 const URL_SCHEME = 'file://';
 const MODEL_JSON_FILENAME = 'model.json';
@@ -167,9 +168,9 @@ class NodeFileSystem {
     await checkFile(graphPath);
     let modelTopology;
     try {
-      modelTopology = decodeGraphDef(await fs.promises.readFile(graphPath));
+      modelTopology = require('./graph_def').decodeGraphDef(await fs.promises.readFile(graphPath));
     } catch (e) {
-      if (!(e instanceof ProtoError)) throw e;
+      if (!(e instanceof require('./proto').ProtoError)) throw e;
       throw new Error(`${graphPath} is not a binary TensorFlow GraphDef: ${e.message}`, {cause: e});
     }
     const [weightSpecs, weightData] = await this.loadWeights(manifest, manifestPath, null);
@@ -276,6 +277,30 @@ function nodeFileSystemRouter(url) {
  */
 function nodeHTTPRequest(url, requestInit, weightPathPrefix) {
   return tfc.io.http(url, {requestInit, weightPathPrefix});
+}
+
+const SAVED_MODEL_SCHEME = 'savedmodel://';
+
+/**
+ * Router for `savedmodel://dir` URLs: `model.save('savedmodel://dir')` exports a LayersModel or
+ * GraphModel as `tf.node.saveSavedModel` does. tfjs hands a save handler the model's artifacts,
+ * not the model, so the handler rebuilds the model from them (in memory) and exports that.
+ */
+function savedModelRouter(url) {
+  if (typeof url !== 'string' || !url.startsWith(SAVED_MODEL_SCHEME)) return null;
+  const dir = url.slice(SAVED_MODEL_SCHEME.length);
+  return {
+    async save(artifacts) {
+      const handler = tfc.io.fromMemory(artifacts);
+      const model = artifacts.format === 'graph-model' ? await loadGraphModel(handler) :
+          await loadLayersModel(handler);
+      try {
+        return await require('./saved_model_export').saveSavedModel(model, dir);
+      } finally {
+        model.dispose();
+      }
+    },
+  };
 }
 
 let installed = false;

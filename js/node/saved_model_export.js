@@ -1,7 +1,7 @@
 'use strict';
-// `tf.node.saveSavedModel` and `savedmodel://` (issue 38): a LayersModel or GraphModel as a
-// TF1-style SavedModel that TensorFlow itself loads (`tf.saved_model.load`, Keras's TFSMLayer,
-// TF Serving, `saved_model_cli`).
+// `tf.node.saveSavedModel` (issue 38; `savedmodel://` URLs come here from io.js): a LayersModel
+// or GraphModel as a TF1-style SavedModel that TensorFlow itself loads (`tf.saved_model.load`,
+// Keras's TFSMLayer, TF Serving, `saved_model_cli`).
 //
 // The graph is the model's predict as this package runs it: the call is recorded
 // (js/graphs/recording.js) with batch sizes `BATCH_SIZES` (every other unknown dim at
@@ -24,8 +24,8 @@
 const fs = require('fs');
 const path = require('path');
 const tfc = require('@tensorflow/tfjs-core');
-const {LayersModel, loadLayersModel} = require('@tensorflow/tfjs-layers');
-const {GraphModel, loadGraphModel} = require('@tensorflow/tfjs-converter');
+const {LayersModel} = require('@tensorflow/tfjs-layers');
+const {GraphModel} = require('@tensorflow/tfjs-converter');
 const {Recording, sameRef} = require('../graphs/recording');
 const {runRecorded} = require('../graphs/call_graphs');
 const {typeAttr, sameShape} = require('../backend/tensorflow_backend');
@@ -662,32 +662,8 @@ async function checkLoaded(spec, dir, tags, signature, outputNames, name) {
   }
 }
 
-const SAVED_MODEL_SCHEME = 'savedmodel://';
-
-/**
- * Router for `savedmodel://dir` URLs: `model.save('savedmodel://dir')` exports a LayersModel or
- * GraphModel as saveSavedModel does. tfjs hands a save handler the model's artifacts, not the
- * model, so the handler rebuilds the model from them (in memory) and exports that.
- */
-function savedModelRouter(url) {
-  if (typeof url !== 'string' || !url.startsWith(SAVED_MODEL_SCHEME)) return null;
-  const dir = url.slice(SAVED_MODEL_SCHEME.length);
-  return {
-    async save(artifacts) {
-      const handler = tfc.io.fromMemory(artifacts);
-      const model = artifacts.format === 'graph-model' ? await loadGraphModel(handler) :
-          await loadLayersModel(handler);
-      try {
-        return await saveSavedModel(model, dir);
-      } finally {
-        model.dispose();
-      }
-    },
-  };
-}
-
 function weightBytes(variables) {
   return variables.reduce((sum, v) => sum + v.tensor.size * 4, 0);
 }
 
-module.exports = {saveSavedModel, savedModelRouter};
+module.exports = {saveSavedModel};
