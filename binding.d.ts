@@ -406,8 +406,8 @@ export declare function startProfile(): void
 /**
  * Creates this env's runtime now rather than at its first call: its TF context, and the
  * kernel set-up that `tf::warm_up` does on the executor thread meanwhile. js/index.js calls it
- * once the addon is loaded, before tfjs's JS or, where a worker thread loads the addon
- * (js/load_worker.js), after it.
+ * once the addon is loaded, before tfjs's JS or, where a native thread loads the addon
+ * (js/native_loader_core.js's `startLoading`), after it.
  */
 export declare function startRuntime(): void
 

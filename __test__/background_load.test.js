@@ -1,10 +1,10 @@
 'use strict';
-// The addon's load on a worker thread while tfjs's JS loads (js/load_worker.js, and startLoading
-// in js/native_loader_core.js): where the worker starts, that everything the load needs is done
-// before it is sent the file,
-// and that a program gets the same results whether the worker loaded the addon, could not be
-// started, or failed. In a file of its own: startLoading marks this process's load as prepared,
-// which the injected loads of native_loader.test.js must not see.
+// The addon's load on a native thread while tfjs's JS loads (startLoading and backgroundLoader in
+// js/native_loader_core.js, the preload addon in preload/): where it starts, that everything the
+// load needs is done before it starts, and that a program gets the same results whether the
+// addon was loaded in the background, could not be, or was not asked to. In a file of its own:
+// startLoading marks this process's load as prepared, which the injected loads of
+// native_loader.test.js must not see.
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
@@ -13,108 +13,83 @@ const os = require('node:os');
 const path = require('node:path');
 const {spawnSync} = require('node:child_process');
 const loader = require('../js/native_loader_core');
-const {startLoadWorker, WORKER_CODE} = require('../js/load_worker');
 
 const ROOT = path.join(__dirname, '..');
 const LINUX = {platform: 'linux', arch: 'x64', glibc: '2.36', napi: '9', node: 'v22.0.0'};
 const NO_PROVIDING = () => null;
 
-/** A stand-in for js/load_worker.js's worker: the files it was sent, whether it was cancelled. */
-function fakeWorker(env) {
-  const worker = {
-    sent: [],
-    cancelled: false,
-    load: (file) => worker.sent.push({file, logLevel: env.TF_CPP_MIN_LOG_LEVEL}),
-    cancel: () => {
-      worker.cancelled = true;
-    },
+/** startLoading with the injected system and a stand-in background load; the files it was given. */
+function startWith({system = LINUX, env = {}, started = true, ...options} = {}) {
+  const given = [];
+  const loadInBackground = (file) => {
+    given.push({file, logLevel: env.TF_CPP_MIN_LOG_LEVEL});
+    return started;
   };
-  return worker;
+  const inBackground = loader.startLoading({system, env, provide: NO_PROVIDING, loadInBackground, ...options});
+  return {inBackground, given};
 }
 
-/** startLoading with the injected system and a stand-in worker. */
-function startWith({system = LINUX, env = {}, ...options} = {}) {
-  const worker = fakeWorker(env);
-  const onWorker = loader.startLoading({system, env, provide: NO_PROVIDING, worker, ...options});
-  return {onWorker, sent: worker.sent, cancelled: worker.cancelled};
-}
-
-test('startLoading sends the worker the addon binding.js loads, after the log level is set', () => {
-  const {onWorker, sent, cancelled} = startWith();
-  assert.equal(onWorker, true);
-  assert.equal(cancelled, false);
-  assert.equal(sent.length, 1);
-  assert.equal(sent[0].file, loader.addonCandidates()[0]);
-  assert.equal(path.basename(sent[0].file), loader.ADDON_FILE);
+test('startLoading loads the addon binding.js loads in the background, after the log level is set', () => {
+  const {inBackground, given} = startWith();
+  assert.equal(inBackground, true);
+  assert.equal(given.length, 1);
+  assert.equal(given[0].file, loader.addonCandidates()[0]);
+  assert.equal(path.basename(given[0].file), loader.ADDON_FILE);
   // TF reads it as the library loads.
-  assert.equal(sent[0].logLevel, '2');
-  // No worker: the main thread loads it.
-  assert.equal(loader.startLoading({system: LINUX, env: {}, provide: NO_PROVIDING, worker: null}), false);
+  assert.equal(given[0].logLevel, '2');
+  // A load that did not start, or no background loader: the main thread loads it.
+  assert.equal(startWith({started: false}).inBackground, false);
+  assert.equal(loader.startLoading({system: LINUX, env: {}, provide: NO_PROVIDING, loadInBackground: null}), false);
 });
 
-test('without an addon file, startLoading cancels the worker', () => {
+test('without an addon file, nothing loads in the background', () => {
   const noFiles = {...fs, statSync: () => { throw new Error('ENOENT'); }};
   const noPackage = () => { throw new Error('Cannot find module'); };
-  assert.deepEqual(startWith({fsImpl: noFiles, resolve: noPackage}), {onWorker: false, sent: [], cancelled: true});
+  assert.deepEqual(startWith({fsImpl: noFiles, resolve: noPackage}), {inBackground: false, given: []});
 });
 
-test('a system the checks refuse throws, and the worker is cancelled before it loads anything', () => {
-  const worker = fakeWorker({});
-  assert.throws(() => loader.startLoading({system: {...LINUX, glibc: null}, env: {}, provide: NO_PROVIDING, worker}),
+test('a system the checks refuse throws before anything loads', () => {
+  const given = [];
+  assert.throws(() => loader.startLoading({system: {...LINUX, glibc: null}, env: {}, provide: NO_PROVIDING,
+                                           loadInBackground: (file) => given.push(file)}),
                 (err) => err.code === loader.ERROR_CODE && /musl/.test(err.message));
-  assert.deepEqual(worker.sent, []);
-  assert.equal(worker.cancelled, true);
+  assert.deepEqual(given, []);
 });
 
-/** startLoadWorker with a stand-in Worker; what was made of it. */
-function startLoadWorkerWith(options = {}) {
-  const made = [];
-  const makeWorker = (code) => {
-    const worker = {
-      code, posted: [], listeners: {}, unrefed: false, terminated: false,
-      on(event, fn) {
-        worker.listeners[event] = fn;
-      },
-      unref() {
-        worker.unrefed = true;
-      },
-      postMessage(m) {
-        worker.posted.push(m);
-      },
-      terminate() {
-        worker.terminated = true;
-      },
-    };
-    made.push(worker);
-    return worker;
+/** backgroundLoader on a stand-in system whose preload addon records what it was asked. */
+function loaderWith(options = {}) {
+  const calls = [];
+  const dlopen = (module, file) => {
+    calls.push(['dlopen', file]);
+    module.exports.loadInBackground = (addon) => calls.push(['loadInBackground', addon]);
   };
-  const handle = startLoadWorker({env: {}, platform: 'linux', cores: 2, versions: {node: '22.0.0'}, makeWorker, ...options});
-  return {handle, made};
+  const onlyPreload = {...fs, statSync: (p) => {
+    if (path.basename(p) !== loader.PRELOAD_FILE) throw new Error('ENOENT');
+    return {};
+  }};
+  const load = loader.backgroundLoader({env: {}, platform: 'linux', cores: 2, versions: {node: '22.0.0'},
+                                        fsImpl: onlyPreload, dlopen, ...options});
+  return {load, calls};
 }
 
-test('the loading worker starts on Node.js with two cores or more, not on Windows, Bun or Deno, or when turned off', () => {
-  const {handle, made} = startLoadWorkerWith();
-  assert.equal(made.length, 1);
-  assert.equal(made[0].code, WORKER_CODE);
-  // Its errors are dropped, and it never keeps the process alive.
-  assert.equal(typeof made[0].listeners.error, 'function');
-  assert.doesNotThrow(() => made[0].listeners.error(new Error('the worker failed')));
-  assert.equal(made[0].unrefed, true);
-  handle.load('/the/addon.node');
-  assert.deepEqual(made[0].posted, ['/the/addon.node']);
-  handle.cancel();
-  assert.equal(made[0].terminated, true);
+test('the background load runs on Node.js with two cores or more, not on Windows, Bun or Deno, or when turned off', () => {
+  const {load, calls} = loaderWith();
+  assert.equal(load('/pkg/the-addon.node'), true);
+  // The preload addon beside the addon, then the addon's load on its thread.
+  assert.deepEqual(calls, [['dlopen', path.join('/pkg', loader.PRELOAD_FILE)], ['loadInBackground', '/pkg/the-addon.node']]);
 
-  for (const options of [{platform: 'win32'}, {cores: 1}, {env: {TFJS_NODE_RS_LOAD_ON_WORKER: '0'}},
+  for (const options of [{platform: 'win32'}, {cores: 1}, {env: {TFJS_NODE_RS_BACKGROUND_LOAD: '0'}},
     {versions: {node: '22.0.0', bun: '1.2.0'}}, {versions: {node: '22.0.0', deno: '2.0.0'}}]) {
-    const {handle: none, made: noneMade} = startLoadWorkerWith(options);
-    assert.equal(none, null, JSON.stringify(options));
-    assert.equal(noneMade.length, 0);
+    assert.equal(loaderWith(options).load, null, JSON.stringify(options));
   }
-  assert.notEqual(startLoadWorkerWith({env: {TFJS_NODE_RS_LOAD_ON_WORKER: '1'}}).handle, null);
-  // Workers not allowed (the permission model): no worker, no error.
-  assert.equal(startLoadWorker({env: {}, platform: 'linux', cores: 2, versions: {},
-                                makeWorker: () => { throw new Error('ERR_ACCESS_DENIED'); }}), null);
+  assert.notEqual(loaderWith({env: {TFJS_NODE_RS_BACKGROUND_LOAD: '1'}}).load, null);
+  // No preload addon file, or one that cannot be loaded (addons refused by the permission
+  // model): false, and the main thread loads.
+  const missing = loaderWith({fsImpl: {...fs, statSync: () => { throw new Error('ENOENT'); }}});
+  assert.equal(missing.load('/pkg/the-addon.node'), false);
+  assert.deepEqual(missing.calls, []);
+  const refused = loaderWith({dlopen: () => { throw new Error('ERR_DLOPEN_DISABLED'); }});
+  assert.equal(refused.load('/pkg/the-addon.node'), false);
 });
 
 test('after startLoading, load() goes on from the prepared state', () => {
@@ -128,14 +103,13 @@ test('after startLoading, load() goes on from the prepared state', () => {
 
 /**
  * Runs `code` after requiring the package in a fresh Node.js process, with `hook` (code run
- * first, through --require) able to replace worker_threads' Worker; the program's last stdout
- * line as JSON.
+ * first, through --require) able to replace process.dlopen; the program's last stdout line as JSON.
  */
 function freshProcess(hook, code, env = {}) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tfjs-node-rs-background-'));
   try {
     const hookFile = path.join(dir, 'hook.js');
-    fs.writeFileSync(hookFile, `'use strict';\nconst workers = require('worker_threads');\n${hook}\n`);
+    fs.writeFileSync(hookFile, `'use strict';\n${hook}\n`);
     const r = spawnSync(process.execPath, ['--require', hookFile, '-e', `const tf = require('.');\n${code}`],
                         {cwd: ROOT, encoding: 'utf8', timeout: 120000, env: {...process.env, TF_CPP_MIN_LOG_LEVEL: '2', ...env}});
     assert.equal(r.status, 0, `exit ${r.status} ${r.signal || ''}: ${r.stderr}`);
@@ -147,56 +121,40 @@ function freshProcess(hook, code, env = {}) {
 
 // [1, 2, 3] · [4, 5, 6] = 32, by hand.
 const COMPUTE = `console.log(JSON.stringify({dot: tf.dot(tf.tensor1d([1, 2, 3]), tf.tensor1d([4, 5, 6])).dataSync()[0],
-                                            backend: tf.getBackend(), code: globalThis.workerCode || null,
-                                            loaded: globalThis.loaded || null}));`;
+                                            backend: tf.getBackend(), loads: globalThis.loads}));`;
 
-// Records the worker's code and, through a spy on the worker's process.dlopen, the file it loaded
-// and how many functions the addon gave it.
-const RECORD_WORKERS = `
-  const Original = workers.Worker;
-  workers.Worker = class extends Original {
-    constructor(code, options) {
-      const spy = "const dlopen = process.dlopen; process.dlopen = (module, file) => { dlopen(module, file); " +
-        "require('worker_threads').parentPort.postMessage({file, functions: Object.keys(module.exports).length}); };\\n";
-      super(spy + code, options);
-      globalThis.workerCode = code;
-      globalThis.workerLoaded = new Promise((resolve) => this.once('message', resolve));
-    }
+// Records each process.dlopen on the main thread: the file's name, and whether libtensorflow was
+// in the process's memory map already when the load began (put there by the background thread).
+const RECORD_LOADS = `
+  const dlopen = process.dlopen;
+  globalThis.loads = [];
+  process.dlopen = (module, file) => {
+    const mapped = require('fs').readFileSync('/proc/self/maps', 'utf8').includes('libtensorflow');
+    globalThis.loads.push({file: require('path').basename(file), tfMappedBefore: mapped});
+    return dlopen(module, file);
   };`;
 
-test('a program whose worker loaded the addon computes on it, and exits', {skip: os.availableParallelism() < 2 && 'one core: no worker'}, () => {
-  const got = freshProcess(RECORD_WORKERS, `
-    const keepAlive = setTimeout(() => {}, 20000);
-    globalThis.workerLoaded.then((loaded) => {
-      clearTimeout(keepAlive);
-      globalThis.loaded = loaded;
-      ${COMPUTE}
-    });`);
-  assert.equal(got.dot, 32);
-  assert.equal(got.backend, 'tensorflow');
-  assert.equal(got.code, WORKER_CODE);
-  assert.equal(got.loaded.file, loader.addonCandidates()[0]);
-  assert.ok(got.loaded.functions > 20, JSON.stringify(got.loaded));
-  // Turned off, the main thread loads it.
-  const off = freshProcess(RECORD_WORKERS, COMPUTE, {TFJS_NODE_RS_LOAD_ON_WORKER: '0'});
-  assert.deepEqual(off, {dot: 32, backend: 'tensorflow', code: null, loaded: null});
-});
+test('a program whose addon loaded in the background computes on it, and exits',
+     {skip: (os.availableParallelism() < 2 || process.platform !== 'linux') && 'Linux with two cores or more only'}, () => {
+       const addon = path.basename(loader.addonCandidates()[0]);
+       const got = freshProcess(RECORD_LOADS, COMPUTE);
+       assert.deepEqual(got, {dot: 32, backend: 'tensorflow', loads: [
+         {file: loader.PRELOAD_FILE, tfMappedBefore: false},
+         // The main thread's load found libtensorflow loaded, or being loaded, by the thread.
+         {file: addon, tfMappedBefore: true},
+       ]});
+       // Turned off, the main thread loads it, and the preload addon is not loaded.
+       const off = freshProcess(RECORD_LOADS, COMPUTE, {TFJS_NODE_RS_BACKGROUND_LOAD: '0'});
+       assert.deepEqual(off, {dot: 32, backend: 'tensorflow', loads: [{file: addon, tfMappedBefore: false}]});
+     });
 
-test('a worker that cannot start, or fails, leaves the load to the main thread', () => {
-  const refused = freshProcess(`
-    workers.Worker = class {
-      constructor() {
-        throw new Error('ERR_ACCESS_DENIED');
-      }
-    };`, COMPUTE);
-  assert.deepEqual(refused, {dot: 32, backend: 'tensorflow', code: null, loaded: null});
-  // Its 'error' event is dropped, not thrown in the program.
-  const failed = freshProcess(`
-    const Original = workers.Worker;
-    workers.Worker = class extends Original {
-      constructor(code, options) {
-        super('throw new Error("the worker failed")', options);
-      }
-    };`, `setTimeout(() => { ${COMPUTE} }, 200);`);
-  assert.deepEqual(failed, {dot: 32, backend: 'tensorflow', code: null, loaded: null});
+test('a preload addon that cannot be loaded leaves the load to the main thread', () => {
+  const got = freshProcess(`
+    const dlopen = process.dlopen;
+    process.dlopen = (module, file) => {
+      if (file.includes('preload')) throw new Error('refused');
+      return dlopen(module, file);
+    };
+    globalThis.loads = 'main';`, COMPUTE);
+  assert.deepEqual(got, {dot: 32, backend: 'tensorflow', loads: 'main'});
 });

@@ -23,7 +23,6 @@
 
 const fs = require('fs');
 const path = require('path');
-const {spawnSync} = require('child_process');
 const {TF_VERSION, LIBS, ENV_DIR, GPU_PACKAGE} = require('./libtensorflow_facts');
 const {cudaLibraryPaths, packageCudaDir, cudaSwitch} = require('./cuda');
 
@@ -96,9 +95,11 @@ function scriptCommand(script) {
  * when a part is missing. Throws makeError(message) when that fails. Returns the reason it ran,
  * or null when nothing was missing.
  */
-function provideAtFirstUse({root, addonDir, env = process.env, fsImpl = fs, driver, makeError, run = spawnSync, log}) {
+function provideAtFirstUse({root, addonDir, env = process.env, fsImpl = fs, driver, makeError, run, log}) {
   const why = missingPart({root, addonDir, env, fsImpl, driver});
   if (!why) return null;
+  // Required only here: child_process brings net and dgram with it, 4-5 ms of every start.
+  if (!run) run = require('child_process').spawnSync;
   if (/\.zip[\\/]/.test(root)) {
     // Yarn Plug'n'Play serves packages from zip archives, where no libraries can be placed (and
     // @tensorflow/tfjs itself fails there: it requires `long` without declaring it).

@@ -2,8 +2,6 @@
 // `require('tfjs-node-rs')`: the @tensorflow/tfjs API with the `tensorflow`
 // backend (TensorFlow's C runtime) registered and made current.
 
-// First, so that the worker's own start overlaps the load's checks (js/load_worker.js).
-const loadWorker = require('./load_worker').startLoadWorker();
 const {startLoading} = require('./native_loader_core');
 
 // The native runtime, with the options requested before (js/configure.js): TF makes its context
@@ -14,15 +12,15 @@ function startNativeRuntime() {
   binding.startRuntime();
 }
 
-// Where a worker thread loads the addon, and libtensorflow with it, while this thread compiles
-// tfjs's JS (js/load_worker.js), the runtime starts after that JS. Elsewhere it starts first, so
+// Where a native thread loads the addon, and libtensorflow with it, while this thread compiles
+// tfjs's JS (startLoading), the runtime starts after that JS. Elsewhere it starts first, so
 // that TF's set-ups run while tfjs's JS loads. (Compiling the package's own JS before the runtime
 // starts as well shortens `require`, but the set-ups then get less time before the program's
 // first op, and their costs move into its first calls: dense-tiny's first fit 23 -> 44 ms.)
-const loadsOnWorker = startLoading({worker: loadWorker});
-if (!loadsOnWorker) startNativeRuntime();
+const loadsInBackground = startLoading();
+if (!loadsInBackground) startNativeRuntime();
 const tf = require('@tensorflow/tfjs');
-if (loadsOnWorker) startNativeRuntime();
+if (loadsInBackground) startNativeRuntime();
 const {registerTensorflowBackend, BACKEND_NAME} = require('./backend');
 const {registerKernels} = require('./kernels/register');
 const {installGraphs} = require('./graphs');

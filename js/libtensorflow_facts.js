@@ -45,6 +45,11 @@ module.exports = {
     // whose napi-rs loader (binding.js) looks for the -msvc name.
     'win32-x64': {rustTarget: 'x86_64-pc-windows-gnu', napi: 'win32-x64-msvc', describe: 'Windows 10 or newer on x64'},
   },
+  /**
+   * The small addon beside the main one that loads it on a native thread (preload/), as
+   * `${PRELOAD_BINARY}.<napi>.node`; built for every platform but Windows.
+   */
+  PRELOAD_BINARY: 'tfjs-node-rs-preload',
   /** Machines users ask about that TensorFlow 2.21 has no build for: why, and what to do. */
   UNSUPPORTED_NOTES: {
     'darwin-x64': 'TensorFlow publishes no macOS x64 build of 2.21; on an Apple-silicon Mac, run the arm64 Node.js rather than one under Rosetta',

@@ -14,7 +14,7 @@ const path = require('path');
 const ROOT = path.resolve(__dirname, '..');
 const MIN_NAPI = 8; // Cargo.toml: napi feature "napi8"
 const TF_MAJOR = 2;
-const {TF_VERSION: TF_BUILT_AGAINST, MIN_GLIBC, LIBS, LIBRARIES, ENV_DIR, CUDA_ENV, GPU_PACKAGE, ADDON_PLATFORMS, UNSUPPORTED_NOTES} = require('./libtensorflow_facts');
+const {TF_VERSION: TF_BUILT_AGAINST, MIN_GLIBC, LIBS, LIBRARIES, ENV_DIR, CUDA_ENV, GPU_PACKAGE, ADDON_PLATFORMS, UNSUPPORTED_NOTES, PRELOAD_BINARY} = require('./libtensorflow_facts');
 const {cudaLibraryPaths, packageCudaDir, cudaSwitch, nvidiaDriver} = require('./cuda');
 const {provideAtFirstUse, setupCommand} = require('./first_use');
 const SUPPORTED = Object.values(ADDON_PLATFORMS).map((p) => `${p.describe} (${p.rustTarget})`).join(', ');
@@ -22,6 +22,7 @@ const SUPPORTED = Object.values(ADDON_PLATFORMS).map((p) => `${p.describe} (${p.
 const OWN_TARGET = ADDON_PLATFORMS[`${process.platform}-${process.arch}`] || ADDON_PLATFORMS['linux-x64'];
 const PLATFORM_PACKAGE = `tfjs-node-rs-${OWN_TARGET.napi}`;
 const ADDON_FILE = `tfjs-node-rs.${OWN_TARGET.napi}.node`;
+const PRELOAD_FILE = `${PRELOAD_BINARY}.${OWN_TARGET.napi}.node`;
 const ERROR_CODE = 'TFJS_NODE_RS_LOAD';
 
 function loadError(message, cause) {
@@ -442,33 +443,52 @@ function prepare({
 let loadStarted = false;
 
 /**
- * Called by js/index.js before tfjs's JS loads, with the worker js/load_worker.js started (null
- * where none did): prepares the load and sends the worker the addon file binding.js will load.
- * Loading it maps libtensorflow and runs its static initializers, which register every op and
- * kernel: 100-130 ms here, the largest part of `require`, which the main thread would otherwise
- * spend before compiling tfjs's JS (another 100 ms). When the main thread then loads the same
- * file, the dynamic linker finds it loaded, or holds the main thread until the worker's load is
- * done: either way the file is loaded once. Without a worker (see startLoadWorker; also
- * TFJS_NODE_RS_LOAD_ON_WORKER=0, which keeps the order that gives TF's set-ups the time tfjs's JS
- * takes, docs/architecture.md) the main thread loads it first. A failed check, or no addon file,
- * cancels the worker. Returns whether the worker loads it.
+ * The function that starts loading an addon file on a native thread (the preload addon beside
+ * it, preload/), or null where that does not help: with one core (the load would only compete
+ * with tfjs's JS), on Windows (the addon finds TF's DLLs through PATH, set for the main thread's
+ * load only), on Bun and Deno (not measured there), or with TFJS_NODE_RS_BACKGROUND_LOAD=0. The
+ * function returns whether the load started: not without the preload addon's file, or when it
+ * cannot be loaded (the permission model without --allow-addons); then the main thread loads.
  */
-function startLoading({worker = null, ...options} = {}) {
-  let addon;
-  try {
-    addon = prepare(options);
-  } catch (err) {
-    if (worker) worker.cancel();
-    throw err;
-  }
+function backgroundLoader({
+  env = process.env,
+  platform = process.platform,
+  cores = require('os').availableParallelism(),
+  versions = process.versions,
+  fsImpl = fs,
+  dlopen = process.dlopen,
+} = {}) {
+  const hostIsNode = !versions.bun && !versions.deno;
+  if (env.TFJS_NODE_RS_BACKGROUND_LOAD === '0' || !hostIsNode || platform === 'win32' || cores < 2) return null;
+  return (addon) => {
+    const preload = path.join(path.dirname(addon), PRELOAD_FILE);
+    if (!exists(preload, fsImpl)) return false;
+    try {
+      const module = {exports: {}};
+      dlopen(module, preload);
+      module.exports.loadInBackground(addon);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+}
+
+/**
+ * Called by js/index.js before tfjs's JS loads: prepares the load and starts loading the addon
+ * file binding.js will load on a native thread (`loadInBackground`, from backgroundLoader()).
+ * Loading it maps libtensorflow and runs its static initializers, which register every op and
+ * kernel: 65-90 ms here, the largest part of `require`, which the main thread would otherwise
+ * spend before compiling tfjs's JS (another 85 ms). When the main thread then loads the same
+ * file, the dynamic linker finds it loaded, or holds the main thread until that load is done:
+ * either way the file is loaded once. Where it does not start (see backgroundLoader), the main
+ * thread loads it first, which keeps the order that gives TF's set-ups the time tfjs's JS takes
+ * (docs/architecture.md). Returns whether the load started in the background.
+ */
+function startLoading({loadInBackground = backgroundLoader(), ...options} = {}) {
+  const addon = prepare(options);
   loadStarted = true;
-  if (!worker) return false;
-  if (!addon) {
-    worker.cancel();
-    return false;
-  }
-  worker.load(addon);
-  return true;
+  return Boolean(addon && loadInBackground && loadInBackground(addon));
 }
 
 /**
@@ -507,6 +527,7 @@ function load({
 module.exports = {
   load,
   startLoading,
+  backgroundLoader,
   detect,
   glibcFromMaps,
   checkEnvironment,
@@ -524,4 +545,5 @@ module.exports = {
   SUPPORTED,
   PLATFORM_PACKAGE,
   ADDON_FILE,
+  PRELOAD_FILE,
 };

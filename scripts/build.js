@@ -2,7 +2,9 @@
 'use strict';
 // Builds the addon from source in release mode:
 //   libtensorflow into deps/ (scripts/libtensorflow.js), then
-//   napi build --platform --release --js binding.js --dts binding.d.ts
+//   napi build --platform --release --js binding.js --dts binding.d.ts, then
+//   cargo build --release -p tfjs-node-rs-preload (the small addon that loads the main one on a
+//   native thread, written beside it as tfjs-node-rs-preload.<platform>.node; not for Windows)
 // With `--target aarch64-unknown-linux-gnu` on an x64 machine it cross-builds the arm64
 // addon (tfjs-node-rs.linux-arm64-gnu.node) instead: linked by Debian's aarch64 gcc against
 // the arm64 wheel's libraries, unpacked into their shared copy in the cache (deps/ stays
@@ -28,7 +30,7 @@ const {spawnSync} = require('child_process');
 const {
   ensureLibtensorflow, provideShared, platformOfTarget, hostPlatform, cacheDir, SETUP_ERROR_CODE, setupError, log: defaultLog,
 } = require('./libtensorflow');
-const {MIN_MACOS, ADDON_PLATFORMS, LIBRARIES} = require('../js/libtensorflow_facts');
+const {MIN_MACOS, ADDON_PLATFORMS, LIBRARIES, PRELOAD_BINARY} = require('../js/libtensorflow_facts');
 const {readPe, importsFrom} = require('./pe');
 const {stub: python311Stub} = require('./windows/python311_stub');
 
@@ -299,7 +301,32 @@ async function build({root = DEFAULT_ROOT, log = defaultLog, env = process.env, 
     const built = path.join(root, `tfjs-node-rs.${napiName.replace(/-msvc$/, '-gnu')}.node`);
     fs.renameSync(built, path.join(root, `tfjs-node-rs.${napiName}.node`));
     log(`wrote tfjs-node-rs.${napiName}.node (built with the GNU toolchain)`);
+    return 0;
   }
+  return buildPreload({root, env: childEnv, target: cross && target, zig: Boolean(cross && cross.zig), key: crossKey || hostPlatform(), log});
+}
+
+/**
+ * Builds the preload addon (preload/: it loads the main one on a native thread, see
+ * js/native_loader_core.js's backgroundLoader) for the same target with cargo, and writes it
+ * beside the main addon as PRELOAD_BINARY.<napi>.node. Not for Windows, where the main thread
+ * loads the addon. Returns cargo's exit status.
+ */
+function buildPreload({root, env, target, zig, key, log}) {
+  const args = [zig ? 'zigbuild' : 'build', '--release', '-p', PRELOAD_BINARY, ...(target ? ['--target', target] : [])];
+  log(`cargo ${args.join(' ')}`);
+  const res = spawnSync('cargo', args, {cwd: root, env, stdio: 'inherit'});
+  if (res.error) throw res.error;
+  if (res.status !== 0) {
+    log(`the preload addon's build failed (${res.signal ? `signal ${res.signal}` : `exit code ${res.status}`})`);
+    return res.status || 1;
+  }
+  const targetDir = env.CARGO_TARGET_DIR ? path.resolve(root, env.CARGO_TARGET_DIR) : path.join(root, 'target');
+  const apple = target ? isApple(target) : process.platform === 'darwin';
+  const library = `lib${PRELOAD_BINARY.replace(/-/g, '_')}.${apple ? 'dylib' : 'so'}`;
+  const file = `${PRELOAD_BINARY}.${ADDON_PLATFORMS[key].napi}.node`;
+  fs.copyFileSync(path.join(targetDir, target || '', 'release', library), path.join(root, file));
+  log(`wrote ${file}`);
   return 0;
 }
 
@@ -320,7 +347,7 @@ async function main() {
   }
 }
 
-// The newest modification time among the files the addon is built from.
+// The newest modification time among the files the addons are built from.
 function newestSourceMtime(root = DEFAULT_ROOT) {
   let newest = 0;
   const visit = (p) => {
@@ -333,7 +360,7 @@ function newestSourceMtime(root = DEFAULT_ROOT) {
     if (st.isDirectory()) for (const n of fs.readdirSync(p)) visit(path.join(p, n));
     else newest = Math.max(newest, st.mtimeMs);
   };
-  for (const p of ['src', 'build.rs', 'Cargo.toml', 'Cargo.lock', path.join('.cargo', 'config.toml')]) {
+  for (const p of ['src', 'build.rs', 'Cargo.toml', 'Cargo.lock', path.join('.cargo', 'config.toml'), 'preload']) {
     visit(path.join(root, p));
   }
   return newest;

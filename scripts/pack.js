@@ -40,7 +40,8 @@ const {spawnSync} = require('child_process');
 const ROOT = path.resolve(__dirname, '..');
 
 // napi target triple -> the platform suffix napi-rs uses in file and package names.
-const PLATFORMS = Object.fromEntries(Object.values(require('../js/libtensorflow_facts').ADDON_PLATFORMS).map((p) => [p.rustTarget, p.napi]));
+const {ADDON_PLATFORMS, PRELOAD_BINARY} = require('../js/libtensorflow_facts');
+const PLATFORMS = Object.fromEntries(Object.values(ADDON_PLATFORMS).map((p) => [p.rustTarget, p.napi]));
 
 // Where an installed addon must look for libtensorflow, relative to its own folder (the rpath
 // origin: $ORIGIN on Linux, @loader_path on macOS): the link the first require makes beside it
@@ -112,6 +113,8 @@ function describe(root = ROOT, only = null) {
       dir,
       name: `${pkg.name}-${suffix}`,
       addon: `${binaryName}.${suffix}.node`,
+      // Beside the addon, where the loader looks for it (js/native_loader_core.js).
+      preload: /-windows-/.test(target) ? null : `${PRELOAD_BINARY}.${suffix}.node`,
     };
   });
   return {root, pkg, binaryName, platforms};
@@ -130,6 +133,7 @@ function checkVersions({pkg, platforms}) {
     if (sub.main !== p.addon || !(sub.files || []).includes(p.addon)) {
       throw fail(`${file}: main and files must name ${p.addon}`);
     }
+    if (p.preload && !sub.files.includes(p.preload)) throw fail(`${file}: files must name ${p.preload}`);
     if (optional[p.name] !== pkg.version) {
       throw fail(`package.json: optionalDependencies["${p.name}"] must be "${pkg.version}" (is ${JSON.stringify(optional[p.name])})`);
     }
@@ -202,6 +206,34 @@ function checkElfAddon(file, target) {
   return elf;
 }
 
+// The preload addon must be built for `target` and load without libtensorflow: its whole point
+// is to start before it (js/native_loader_core.js's backgroundLoader).
+function checkPreload(file, target) {
+  const cpu = target.split('-')[0];
+  let needed;
+  if (/-apple-darwin$/.test(target)) {
+    const {readMachO} = require('./macho');
+    let macho;
+    try {
+      // Apple silicon runs no unsigned code: the linker's ad-hoc signature must hold.
+      macho = readMachO(file, {verifySignature: true});
+    } catch (err) {
+      throw fail(err.message);
+    }
+    if (!macho.signature) throw fail(`${file} is not signed`);
+    needed = macho.dylibs.map((d) => d.name);
+  } else {
+    const {readElfDynamic} = require('../js/native_loader_core');
+    const elf = readElfDynamic(file);
+    if (elf.machine !== ELF_MACHINES[cpu]) {
+      throw fail(`${file} is not built for ${target} (ELF machine ${elf.machine}, expected ${ELF_MACHINES[cpu]} for ${cpu})`);
+    }
+    needed = elf.needed;
+  }
+  const tf = needed.filter((n) => /tensorflow/.test(n));
+  if (tf.length) throw fail(`${file} links ${tf.join(', ')}: it must load before libtensorflow`);
+}
+
 async function ensureAddon(info, {build}) {
   const {root, platforms} = info;
   const buildMod = require('./build');
@@ -209,6 +241,7 @@ async function ensureAddon(info, {build}) {
     const file = path.join(root, p.addon);
     let why = null;
     if (!fs.existsSync(file)) why = `${p.addon} is missing`;
+    else if (p.preload && !fs.existsSync(path.join(root, p.preload))) why = `${p.preload} is missing`;
     else if (!fs.existsSync(path.join(root, 'binding.js'))) why = 'binding.js is missing';
     else if (buildMod.isDevCheckout(root) && buildMod.newestSourceMtime(root) > fs.statSync(file).mtimeMs) {
       why = `${p.addon} is older than the Rust sources`;
@@ -295,8 +328,11 @@ async function pack({root = ROOT, out = ROOT, build = false, targets = null} = {
   for (const p of info.platforms) {
     const src = path.join(root, p.addon);
     checkAddon(src, p.target);
-    const dest = path.join(p.dir, p.addon);
-    fs.copyFileSync(src, dest);
+    fs.copyFileSync(src, path.join(p.dir, p.addon));
+    if (p.preload) {
+      checkPreload(path.join(root, p.preload), p.target);
+      fs.copyFileSync(path.join(root, p.preload), path.join(p.dir, p.preload));
+    }
     const packed = npmPack(p.dir, out);
     const wanted = ['package.json', ...readJson(path.join(p.dir, 'package.json')).files];
     const lacking = wanted.filter((f) => !packed.files.includes(f));

@@ -1,7 +1,7 @@
 //! One-time set-ups of TF that the executor thread does as the package loads (`startRuntime`,
 //! as soon as the addon is loaded, on a core the loading leaves idle), before a call needs them.
-//! Where a worker thread loads the addon while tfjs's JS loads (js/load_worker.js), they
-//! start after that JS, so fewer of them run. Each is
+//! Where a native thread loads the addon while tfjs's JS loads (js/native_loader_core.js's
+//! `startLoading`), they start after that JS, so fewer of them run. Each is
 //! an executor set-up (`Executor::set_up`): it starts only until the program's first op, and
 //! the first job waits at most for the one in progress.
 //!
