@@ -6,6 +6,8 @@ fn main() {
         // As the main addon (../build.rs): only the libraries a symbol is bound to (not the
         // libiconv Rust's std asks for), and its own name without the build's path.
         println!("cargo:rustc-cdylib-link-arg=-Wl,-dead_strip_dylibs");
-        println!("cargo:rustc-cdylib-link-arg=-Wl,-install_name,@rpath/libtfjs_node_rs_preload.dylib");
+        println!(
+            "cargo:rustc-cdylib-link-arg=-Wl,-install_name,@rpath/libtfjs_node_rs_preload.dylib"
+        );
     }
 }
