@@ -4,10 +4,6 @@
 
 const {startLoading} = require('./native_loader_core');
 
-// The packages `@tensorflow/tfjs` re-exports, in the order its bundle requires them.
-const TFJS_PACKAGES = ['@tensorflow/tfjs-core', '@tensorflow/tfjs-layers', '@tensorflow/tfjs-converter',
-                       '@tensorflow/tfjs-data', '@tensorflow/tfjs-backend-cpu', '@tensorflow/tfjs-backend-webgl'];
-
 // The native runtime, with the options requested before (js/configure.js): TF makes its context
 // and sets kernels up on the executor thread (src/tf/warm_up.rs) while JS goes on loading.
 function startNativeRuntime() {
@@ -17,25 +13,14 @@ function startNativeRuntime() {
 }
 
 // Where a native thread loads the addon, and libtensorflow with it, while this thread compiles
-// tfjs's JS (startLoading), the runtime starts once that load has returned: tfjs's packages are
-// required one by one (as tfjs's resolves them), and after each the load is asked. TF's set-ups
-// then run while the rest of tfjs's JS loads. Elsewhere the runtime starts first. (Compiling the
-// package's own JS before the runtime starts as well shortens `require`, but the set-ups then get
-// less time before the program's first op, and their costs move into its first calls:
-// dense-tiny's first fit 23 -> 44 ms.)
-const backgroundLoad = startLoading();
-let runtimeStarted = backgroundLoad === null;
-if (runtimeStarted) startNativeRuntime();
-const requireAsTfjs = require('module').createRequire(require.resolve('@tensorflow/tfjs'));
-for (const name of TFJS_PACKAGES) {
-  requireAsTfjs(name);
-  if (!runtimeStarted && backgroundLoad.returned()) {
-    startNativeRuntime();
-    runtimeStarted = true;
-  }
-}
+// tfjs's JS (startLoading), the runtime starts after that JS. Elsewhere it starts first, so
+// that TF's set-ups run while tfjs's JS loads. (Compiling the package's own JS before the runtime
+// starts as well shortens `require`, but the set-ups then get less time before the program's
+// first op, and their costs move into its first calls: dense-tiny's first fit 23 -> 44 ms.)
+const loadsInBackground = startLoading();
+if (!loadsInBackground) startNativeRuntime();
 const tf = require('@tensorflow/tfjs');
-if (!runtimeStarted) startNativeRuntime();
+if (loadsInBackground) startNativeRuntime();
 const {registerTensorflowBackend, BACKEND_NAME} = require('./backend');
 const {registerKernels} = require('./kernels/register');
 const {installGraphs} = require('./graphs');

@@ -447,9 +447,8 @@ let loadStarted = false;
  * it, preload/), or null where that does not help: with one core (the load would only compete
  * with tfjs's JS), on Windows (the addon finds TF's DLLs through PATH, set for the main thread's
  * load only), on Bun and Deno (not measured there), or with TFJS_NODE_RS_BACKGROUND_LOAD=0. The
- * function returns the load, `{returned()}` (whether the thread's `dlopen` has returned), or null
- * when it did not start: without the preload addon's file, or when that cannot be loaded (the
- * permission model without --allow-addons); then the main thread loads.
+ * function returns whether the load started: not without the preload addon's file, or when it
+ * cannot be loaded (the permission model without --allow-addons); then the main thread loads.
  */
 function backgroundLoader({
   env = process.env,
@@ -462,16 +461,16 @@ function backgroundLoader({
   const hostIsNode = !versions.bun && !versions.deno;
   if (env.TFJS_NODE_RS_BACKGROUND_LOAD === '0' || !hostIsNode || platform === 'win32' || cores < 2) return null;
   return (addon) => {
-    const file = path.join(path.dirname(addon), PRELOAD_FILE);
-    if (!exists(file, fsImpl)) return null;
-    const preload = {exports: {}};
+    const preload = path.join(path.dirname(addon), PRELOAD_FILE);
+    if (!exists(preload, fsImpl)) return false;
     try {
-      dlopen(preload, file);
-      preload.exports.loadInBackground(addon);
+      const module = {exports: {}};
+      dlopen(module, preload);
+      module.exports.loadInBackground(addon);
+      return true;
     } catch {
-      return null;
+      return false;
     }
-    return {returned: () => preload.exports.loadReturned()};
   };
 }
 
@@ -480,16 +479,16 @@ function backgroundLoader({
  * file binding.js will load on a native thread (`loadInBackground`, from backgroundLoader()).
  * Loading it maps libtensorflow and runs its static initializers, which register every op and
  * kernel: 65-90 ms here, the largest part of `require`, which the main thread would otherwise
- * spend before compiling tfjs's JS (another 100 ms). When the main thread then loads the same
+ * spend before compiling tfjs's JS (another 85 ms). When the main thread then loads the same
  * file, the dynamic linker finds it loaded, or holds the main thread until that load is done:
- * either way the file is loaded once. Returns the background load (`{returned()}`), or null
- * where none started (see backgroundLoader): the main thread then loads the file first, which
- * keeps the order that gives TF's set-ups the time tfjs's JS takes (docs/architecture.md).
+ * either way the file is loaded once. Where it does not start (see backgroundLoader), the main
+ * thread loads it first, which keeps the order that gives TF's set-ups the time tfjs's JS takes
+ * (docs/architecture.md). Returns whether the load started in the background.
  */
 function startLoading({loadInBackground = backgroundLoader(), ...options} = {}) {
   const addon = prepare(options);
   loadStarted = true;
-  return addon && loadInBackground ? loadInBackground(addon) : null;
+  return Boolean(addon && loadInBackground && loadInBackground(addon));
 }
 
 /**

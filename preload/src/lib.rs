@@ -11,10 +11,6 @@
 //! the main thread until this load is done. Either way it is loaded once.
 
 use std::ffi::CString;
-use std::sync::atomic::{AtomicBool, Ordering};
-
-/// Set once a load this addon started has returned (whether or not it succeeded).
-static LOAD_RETURNED: AtomicBool = AtomicBool::new(false);
 
 /// Starts loading the shared library at `file` on a new thread and returns at once. A failed
 /// load is not reported here: the main thread's own load of the same file reports it.
@@ -24,19 +20,9 @@ pub fn load_in_background(file: String) -> napi::Result<()> {
         .map_err(|_| napi::Error::from_reason("loadInBackground: the path holds a NUL byte"))?;
     std::thread::Builder::new()
         .name("tfjs-node-rs-load".into())
-        .spawn(move || {
-            open(&path);
-            LOAD_RETURNED.store(true, Ordering::Release);
-        })
+        .spawn(move || open(&path))
         .map_err(|e| napi::Error::from_reason(format!("loadInBackground: {e}")))?;
     Ok(())
-}
-
-/// Whether the load `loadInBackground` started has returned: the main thread's load of the
-/// same file then waits for nothing.
-#[napi_derive::napi(js_name = "loadReturned")]
-pub fn load_returned() -> bool {
-    LOAD_RETURNED.load(Ordering::Acquire)
 }
 
 /// `dlopen(path, RTLD_LAZY)`, Node's flags; the handle stays open for the life of the process
