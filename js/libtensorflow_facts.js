@@ -16,6 +16,8 @@ const LIBRARIES = {
   win32: {libs: ['_pywrap_tensorflow_common.dll'], wheelDir: 'tensorflow/python', linkName: null},
 };
 
+const PRELOAD_BINARY = 'tfjs-node-rs-preload';
+
 /** LIBRARIES' entry for OS `os` ('linux', 'darwin'); Linux's for any other. */
 function librariesOf(os) {
   return Object.hasOwn(LIBRARIES, os) ? LIBRARIES[os] : LIBRARIES.linux;
@@ -46,10 +48,11 @@ module.exports = {
     'win32-x64': {rustTarget: 'x86_64-pc-windows-gnu', napi: 'win32-x64-msvc', describe: 'Windows 10 or newer on x64'},
   },
   /**
-   * The small addon beside the main one that loads it on a native thread (preload/), as
-   * `${PRELOAD_BINARY}.<napi>.node`; built for every platform but Windows.
+   * The small addon beside the main one that loads it on a native thread (preload/): its cargo
+   * package, and its file for napi platform `napi`; built for every platform but Windows.
    */
-  PRELOAD_BINARY: 'tfjs-node-rs-preload',
+  PRELOAD_BINARY,
+  preloadFile: (napi) => `${PRELOAD_BINARY}.${napi}.node`,
   /** Machines users ask about that TensorFlow 2.21 has no build for: why, and what to do. */
   UNSUPPORTED_NOTES: {
     'darwin-x64': 'TensorFlow publishes no macOS x64 build of 2.21; on an Apple-silicon Mac, run the arm64 Node.js rather than one under Rosetta',

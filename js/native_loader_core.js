@@ -14,7 +14,7 @@ const path = require('path');
 const ROOT = path.resolve(__dirname, '..');
 const MIN_NAPI = 8; // Cargo.toml: napi feature "napi8"
 const TF_MAJOR = 2;
-const {TF_VERSION: TF_BUILT_AGAINST, MIN_GLIBC, LIBS, LIBRARIES, ENV_DIR, CUDA_ENV, GPU_PACKAGE, ADDON_PLATFORMS, UNSUPPORTED_NOTES, PRELOAD_BINARY} = require('./libtensorflow_facts');
+const {TF_VERSION: TF_BUILT_AGAINST, MIN_GLIBC, LIBS, LIBRARIES, ENV_DIR, CUDA_ENV, GPU_PACKAGE, ADDON_PLATFORMS, UNSUPPORTED_NOTES, preloadFile} = require('./libtensorflow_facts');
 const {cudaLibraryPaths, packageCudaDir, cudaSwitch, nvidiaDriver} = require('./cuda');
 const {provideAtFirstUse, setupCommand} = require('./first_use');
 const SUPPORTED = Object.values(ADDON_PLATFORMS).map((p) => `${p.describe} (${p.rustTarget})`).join(', ');
@@ -22,7 +22,7 @@ const SUPPORTED = Object.values(ADDON_PLATFORMS).map((p) => `${p.describe} (${p.
 const OWN_TARGET = ADDON_PLATFORMS[`${process.platform}-${process.arch}`] || ADDON_PLATFORMS['linux-x64'];
 const PLATFORM_PACKAGE = `tfjs-node-rs-${OWN_TARGET.napi}`;
 const ADDON_FILE = `tfjs-node-rs.${OWN_TARGET.napi}.node`;
-const PRELOAD_FILE = `${PRELOAD_BINARY}.${OWN_TARGET.napi}.node`;
+const PRELOAD_FILE = preloadFile(OWN_TARGET.napi);
 const ERROR_CODE = 'TFJS_NODE_RS_LOAD';
 
 function loadError(message, cause) {

@@ -30,7 +30,7 @@ const {spawnSync} = require('child_process');
 const {
   ensureLibtensorflow, provideShared, platformOfTarget, hostPlatform, cacheDir, SETUP_ERROR_CODE, setupError, log: defaultLog,
 } = require('./libtensorflow');
-const {MIN_MACOS, ADDON_PLATFORMS, LIBRARIES, PRELOAD_BINARY} = require('../js/libtensorflow_facts');
+const {MIN_MACOS, ADDON_PLATFORMS, LIBRARIES, PRELOAD_BINARY, preloadFile} = require('../js/libtensorflow_facts');
 const {readPe, importsFrom} = require('./pe');
 const {stub: python311Stub} = require('./windows/python311_stub');
 
@@ -309,7 +309,7 @@ async function build({root = DEFAULT_ROOT, log = defaultLog, env = process.env, 
 /**
  * Builds the preload addon (preload/: it loads the main one on a native thread, see
  * js/native_loader_core.js's backgroundLoader) for the same target with cargo, and writes it
- * beside the main addon as PRELOAD_BINARY.<napi>.node. Not for Windows, where the main thread
+ * beside the main addon as preloadFile(<napi>). Not for Windows, where the main thread
  * loads the addon. Returns cargo's exit status.
  */
 function buildPreload({root, env, target, zig, key, log}) {
@@ -324,7 +324,7 @@ function buildPreload({root, env, target, zig, key, log}) {
   const targetDir = env.CARGO_TARGET_DIR ? path.resolve(root, env.CARGO_TARGET_DIR) : path.join(root, 'target');
   const apple = target ? isApple(target) : process.platform === 'darwin';
   const library = `lib${PRELOAD_BINARY.replace(/-/g, '_')}.${apple ? 'dylib' : 'so'}`;
-  const file = `${PRELOAD_BINARY}.${ADDON_PLATFORMS[key].napi}.node`;
+  const file = preloadFile(ADDON_PLATFORMS[key].napi);
   fs.copyFileSync(path.join(targetDir, target || '', 'release', library), path.join(root, file));
   log(`wrote ${file}`);
   return 0;

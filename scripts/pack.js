@@ -40,7 +40,7 @@ const {spawnSync} = require('child_process');
 const ROOT = path.resolve(__dirname, '..');
 
 // napi target triple -> the platform suffix napi-rs uses in file and package names.
-const {ADDON_PLATFORMS, PRELOAD_BINARY} = require('../js/libtensorflow_facts');
+const {ADDON_PLATFORMS, preloadFile} = require('../js/libtensorflow_facts');
 const PLATFORMS = Object.fromEntries(Object.values(ADDON_PLATFORMS).map((p) => [p.rustTarget, p.napi]));
 
 // Where an installed addon must look for libtensorflow, relative to its own folder (the rpath
@@ -114,7 +114,7 @@ function describe(root = ROOT, only = null) {
       name: `${pkg.name}-${suffix}`,
       addon: `${binaryName}.${suffix}.node`,
       // Beside the addon, where the loader looks for it (js/native_loader_core.js).
-      preload: /-windows-/.test(target) ? null : `${PRELOAD_BINARY}.${suffix}.node`,
+      preload: /-windows-/.test(target) ? null : preloadFile(suffix),
     };
   });
   return {root, pkg, binaryName, platforms};
@@ -187,13 +187,19 @@ function checkMachOAddon(file, target) {
   return res.addon;
 }
 
-function checkElfAddon(file, target) {
+// An ELF file's dynamic section (readElfDynamic), after checking it is built for `target`.
+function elfFor(file, target) {
   const {readElfDynamic} = require('../js/native_loader_core');
   const elf = readElfDynamic(file);
   const cpu = target.split('-')[0];
   if (elf.machine !== ELF_MACHINES[cpu]) {
     throw fail(`${file} is not built for ${target} (ELF machine ${elf.machine}, expected ${ELF_MACHINES[cpu]} for ${cpu})`);
   }
+  return elf;
+}
+
+function checkElfAddon(file, target) {
+  const elf = elfFor(file, target);
   if (!elf.needed.includes('libtensorflow_cc.so.2')) {
     throw fail(`${file} does not link libtensorflow_cc.so.2 (DT_NEEDED: ${elf.needed.join(', ')})`);
   }
@@ -209,7 +215,6 @@ function checkElfAddon(file, target) {
 // The preload addon must be built for `target` and load without libtensorflow: its whole point
 // is to start before it (js/native_loader_core.js's backgroundLoader).
 function checkPreload(file, target) {
-  const cpu = target.split('-')[0];
   let needed;
   if (/-apple-darwin$/.test(target)) {
     const {readMachO} = require('./macho');
@@ -223,12 +228,7 @@ function checkPreload(file, target) {
     if (!macho.signature) throw fail(`${file} is not signed`);
     needed = macho.dylibs.map((d) => d.name);
   } else {
-    const {readElfDynamic} = require('../js/native_loader_core');
-    const elf = readElfDynamic(file);
-    if (elf.machine !== ELF_MACHINES[cpu]) {
-      throw fail(`${file} is not built for ${target} (ELF machine ${elf.machine}, expected ${ELF_MACHINES[cpu]} for ${cpu})`);
-    }
-    needed = elf.needed;
+    needed = elfFor(file, target).needed;
   }
   const tf = needed.filter((n) => /tensorflow/.test(n));
   if (tf.length) throw fail(`${file} links ${tf.join(', ')}: it must load before libtensorflow`);
