@@ -19,6 +19,7 @@ function startNativeRuntime() {
 // first op, and their costs move into its first calls: dense-tiny's first fit 23 -> 44 ms.)
 const loadsInBackground = startLoading();
 if (!loadsInBackground) startNativeRuntime();
+require('./lazy_packages').deferPackages(require('path').dirname(require.resolve('@tensorflow/tfjs')));
 const tf = require('@tensorflow/tfjs');
 if (loadsInBackground) startNativeRuntime();
 const {registerTensorflowBackend, BACKEND_NAME} = require('./backend');
@@ -40,12 +41,15 @@ tf.version['tfjs-node-rs'] = packageVersion;
 
 const version = tf.version;
 
-// Written as one object literal of a spread `require` and plain names because that is the
-// form Node's CommonJS export detection (cjs-module-lexer) reads: `import {tensor} from
-// 'tfjs-node-rs'` and `import * as tf` then see every tfjs name, `version` and `node`, on the
-// same module instance that `require` returns.
-module.exports = {
-  ...require('@tensorflow/tfjs'),
-  version,
-  node,
-};
+// Written in the form of Babel's `export *` so that Node's CommonJS export detection
+// (cjs-module-lexer) reads it: `import {tensor} from 'tfjs-node-rs'` and `import * as tf` then
+// see every tfjs name, `version` and `node`, on the same module instance that `require`
+// returns. Getters, as tfjs's own bundle and tfjs-node export them: a copy of every value
+// would load the packages that lazy_packages.js leaves until their first use.
+exports.version = version;
+exports.node = node;
+Object.keys(tf).forEach(function(key) {
+  if (key === 'default' || key === '__esModule') return;
+  if (key in exports && exports[key] === tf[key]) return;
+  Object.defineProperty(exports, key, {enumerable: true, get: function() { return tf[key]; }});
+});

@@ -36,6 +36,7 @@
 const tfc = require('@tensorflow/tfjs-core');
 const {Recording, rebuild, sameOutside} = require('./recording');
 const {TensorFlowBackend} = require('../backend/tensorflow_backend');
+const {loadedExports} = require('../lazy_packages');
 
 /** Recordings per key before the key is left eager. */
 const MAX_RECORDINGS = 4;
@@ -525,8 +526,16 @@ function ready(backend) {
   const state = engine.state;
   return backend instanceof TensorFlowBackend && backend.ops.recording === null &&
       state.gradientDepth === 0 && state.kernelDepth === 0 &&
-      !state.profiling && tfc.env().getBool(FLAG) &&
-      !tfc.env().getBool('KEEP_INTERMEDIATE_TENSORS');
+      !state.profiling && tfc.env().getBool(FLAG) && !keepsIntermediateTensors();
+}
+
+/**
+ * tfjs-converter's flag; read only once it has loaded (lazy_packages.js): a program that sets
+ * it has loaded it, and a LayersModel program need not load it to read `false`.
+ */
+function keepsIntermediateTensors() {
+  return loadedExports('@tensorflow/tfjs-converter') !== null &&
+      tfc.env().getBool('KEEP_INTERMEDIATE_TENSORS');
 }
 
 /**

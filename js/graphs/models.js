@@ -10,8 +10,7 @@
 // so that changing any of it records the call again instead of replaying a stale graph.
 
 const tfc = require('@tensorflow/tfjs-core');
-const {LayersModel} = require('@tensorflow/tfjs-layers');
-const {GraphModel} = require('@tensorflow/tfjs-converter');
+const {whenLoaded, loadedExports} = require('../lazy_packages');
 const {CallGraphs, tensorsKey, recordPart, endParts} = require('./call_graphs');
 const {builtInLayersModel, builtInGraphModel} = require('./trust');
 
@@ -26,8 +25,9 @@ function cacheOf(owner, kind) {
   }
   let cache = caches.get(kind);
   if (cache === undefined) {
-    const trusts = owner instanceof GraphModel ? () => builtInGraphModel(owner) :
-        () => builtInLayersModel(owner);
+    const converter = loadedExports('@tensorflow/tfjs-converter');
+    const trusts = converter !== null && owner instanceof converter.GraphModel ?
+        () => builtInGraphModel(owner) : () => builtInLayersModel(owner);
     cache = new CallGraphs(`${owner.constructor.name}.${kind}`, trusts);
     caches.set(kind, cache);
   }
@@ -112,7 +112,13 @@ function argsKey(value) {
   return typeof value === 'string' ? JSON.stringify(value) : String(value);
 }
 
+/** Makes the call sites graphs, each as its package loads (lazy_packages.js). */
 function installModelGraphs() {
+  whenLoaded('@tensorflow/tfjs-layers', ({LayersModel}) => installLayersModelGraphs(LayersModel));
+  whenLoaded('@tensorflow/tfjs-converter', ({GraphModel}) => installGraphModelGraphs(GraphModel));
+}
+
+function installLayersModelGraphs(LayersModel) {
   const predictLoop = LayersModel.prototype.predictLoop;
   LayersModel.prototype.predictLoop = function(ins, batchSize = 32, verbose = false) {
     const inputs = tensorsOf(ins);
@@ -165,19 +171,24 @@ function installModelGraphs() {
         () => step(data));
   };
 
-  // A disposed model's graphs go with it (they hold a GraphModel's weights), not at its GC.
-  for (const Model of [LayersModel, GraphModel]) {
-    const dispose = Model.prototype.dispose;
-    Model.prototype.dispose = function(...args) {
-      const caches = cachesOf.get(this);
-      if (caches !== undefined) {
-        for (const cache of caches.values()) cache.clear();
-        cachesOf.delete(this);
-      }
-      return dispose.apply(this, args);
-    };
-  }
+  disposeGraphsWith(LayersModel);
+}
 
+// A disposed model's graphs go with it (they hold a GraphModel's weights), not at its GC.
+function disposeGraphsWith(Model) {
+  const dispose = Model.prototype.dispose;
+  Model.prototype.dispose = function(...args) {
+    const caches = cachesOf.get(this);
+    if (caches !== undefined) {
+      for (const cache of caches.values()) cache.clear();
+      cachesOf.delete(this);
+    }
+    return dispose.apply(this, args);
+  };
+}
+
+function installGraphModelGraphs(GraphModel) {
+  disposeGraphsWith(GraphModel);
   const execute = GraphModel.prototype.execute;
   GraphModel.prototype.execute = function(inputs, outputs) {
     return cacheOf(this, 'execute').call(argsKey([inputs, outputs]), tensorsOf(inputs),

@@ -14,22 +14,41 @@
 // AlphaDropout, RandomWidth): its values differ every call, and the witness sees it.
 
 const tfc = require('@tensorflow/tfjs-core');
-const tfl = require('@tensorflow/tfjs-layers');
+const {whenLoaded} = require('../lazy_packages');
 const {replaceExport} = require('./core_exports');
 const {recordingNow} = require('./call_graphs');
 
+/** The classes registered for serialization so far. */
+function registeredClasses() {
+  return Object.values(tfc.serialization.SerializationMap.getMap().classNameMap).map(([cls]) => cls);
+}
+
 /**
  * The classes tfjs registered for serialization (layers, models, optimizers, activations,
- * initializers, regularizers, constraints) when this module loaded, before a program could
- * register its own.
+ * initializers, regularizers, constraints) before a program could register its own: those of
+ * tfjs-core when this module loaded, and those tfjs-layers registered as it loaded.
  */
-const builtInClasses = new Set(
-    Object.values(tfc.serialization.SerializationMap.getMap().classNameMap).map(([cls]) => cls));
+const builtInClasses = new Set(registeredClasses());
+let classesBeforeLayers = null;
+whenLoaded('@tensorflow/tfjs-layers', () => {
+  if (classesBeforeLayers === null) return;  // it loaded before this module
+  for (const cls of registeredClasses()) {
+    if (!classesBeforeLayers.has(cls)) builtInClasses.add(cls);
+  }
+  classesBeforeLayers = null;
+}, () => {
+  classesBeforeLayers = new Set(registeredClasses());
+});
 
 /** Loss and metric functions of tfjs's own that `compile` takes besides their names. */
-const builtInFunctions = new Set(
-    Object.values(tfl.metrics).concat(Object.values(tfc.losses))
-        .filter((f) => typeof f === 'function'));
+let builtInFunctions = null;
+function builtInFunction(f) {
+  if (builtInFunctions === null) {
+    builtInFunctions = new Set(Object.values(require('@tensorflow/tfjs-layers').metrics)
+        .concat(Object.values(tfc.losses)).filter((g) => typeof g === 'function'));
+  }
+  return builtInFunctions.has(f);
+}
 
 /** tfjs-core's random ops that draw their numbers in JS. */
 const JS_RANDOM_OPS = ['randomUniform', 'randomUniformInt', 'randomNormal',
@@ -60,7 +79,7 @@ function builtInObject(object, seen = new Set()) {
 /** Whether a loss or metrics argument of `compile` names or is tfjs's own functions only. */
 function builtInSpec(spec) {
   if (spec == null || typeof spec === 'string') return true;
-  if (typeof spec === 'function') return builtInFunctions.has(spec);
+  if (typeof spec === 'function') return builtInFunction(spec);
   if (typeof spec !== 'object') return false;
   return Object.values(spec).every(builtInSpec);
 }

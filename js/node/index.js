@@ -9,9 +9,10 @@ const graphs = require('../graphs');
 const runtime = require('./runtime');
 const {installIO} = require('./io');
 const {installProgressBar} = require('./progbar');
+const {whenLoaded} = require('../lazy_packages');
 
 installIO();
-installProgressBar();
+whenLoaded('@tensorflow/tfjs-layers', installProgressBar);
 
 const node = {
   // The runtime

@@ -6,8 +6,6 @@
 const fs = require('fs');
 const path = require('path');
 const tfc = require('@tensorflow/tfjs-core');
-const {loadLayersModel} = require('@tensorflow/tfjs-layers');
-const {loadGraphModel} = require('@tensorflow/tfjs-converter');
 // graph_def.js (with proto.js) and saved_model_export.js load at their first use: most programs
 // never read a binary GraphDef nor export a SavedModel, and requiring them cost a start 4 ms.
 
@@ -292,8 +290,9 @@ function savedModelRouter(url) {
   return {
     async save(artifacts) {
       const handler = tfc.io.fromMemory(artifacts);
-      const model = artifacts.format === 'graph-model' ? await loadGraphModel(handler) :
-          await loadLayersModel(handler);
+      const model = artifacts.format === 'graph-model' ?
+        await require('@tensorflow/tfjs-converter').loadGraphModel(handler) :
+        await require('@tensorflow/tfjs-layers').loadLayersModel(handler);
       try {
         return await require('./saved_model_export').saveSavedModel(model, dir);
       } finally {

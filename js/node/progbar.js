@@ -7,10 +7,21 @@
 
 const tfl = require('@tensorflow/tfjs-layers');
 
-/** Where the lines and the bar go; tests swap them. */
+let barStream = null;
+
+/**
+ * Where the lines and the bar go; tests swap them. The bar's stream is process.stderr unless
+ * set, read when a bar is drawn: Node makes `process.stderr` on its first read (a pipe's
+ * stream loads `net`), which cost every `require` 1.5-2.5 ms, with or without a fit.
+ */
 const progressBarHelper = {
   log: (line) => console.log(line),
-  stream: process.stderr,
+  get stream() {
+    return barStream || process.stderr;
+  },
+  set stream(stream) {
+    barStream = stream;
+  },
 };
 
 const RENDER_THROTTLE_MS = 50;
@@ -58,85 +69,90 @@ function formatSeconds(s) {
   return s < 10 ? s.toFixed(1) : Math.round(s).toString();
 }
 
-class ProgbarLogger extends tfl.Callback {
-  constructor() {
-    super();
-    this.bar = null;
-  }
-
-  async onTrainBegin() {
-    const stream = progressBarHelper.stream;
-    this.bar = stream != null && stream.isTTY ? stream : null;
-    const {samples, batchSize, steps} = this.params || {};
-    this.batchesPerEpoch = samples != null && batchSize ? Math.ceil(samples / batchSize) :
-                           steps != null ? steps : 0;
-  }
-
-  async onEpochBegin(epoch) {
-    progressBarHelper.log(`Epoch ${epoch + 1} / ${this.params.epochs}`);
-    this.epochStart = Date.now();
-    this.trainMillis = null;
-    this.batchesDone = 0;
-    this.lastRender = 0;
-    this.barShown = false;
-  }
-
-  async onBatchEnd(batch, logs) {
-    this.batchesDone++;
-    const last = this.batchesDone === this.batchesPerEpoch;
-    // As tfjs-node: the time per step counts the training batches, not the validation after.
-    if (last) this.trainMillis = Date.now() - this.epochStart;
-    if (this.bar === null) return;
-    const now = Date.now();
-    if (!last && now - this.lastRender < RENDER_THROTTLE_MS && this.barShown) return;
-    this.lastRender = now;
-    this.render(await resolveLogs(logs), now);
-  }
-
-  render(logs, now) {
-    const columns = this.bar.columns || 80;
-    const total = this.batchesPerEpoch;
-    const done = this.batchesDone;
-    const elapsed = (now - this.epochStart) / 1000;
-    const eta = total > 0 ? elapsed / done * Math.max(0, total - done) : NaN;
-    const counter = total > 0 ? `${done}/${total}` : `${done}`;
-    const barWidth = Math.max(10, Math.floor(columns * 0.3));
-    let bar;
-    if (total > 0) {
-      const filled = Math.min(barWidth, Math.round(barWidth * done / total));
-      bar = '='.repeat(Math.max(0, filled - 1)) + (filled > 0 ? '>' : '') +
-          '.'.repeat(barWidth - filled);
-    } else {
-      bar = '.'.repeat(barWidth);
+/**
+ * The callback behind `verbose: 1`, a subclass of tfjs-layers' Callback: made when the bar is
+ * installed, which is when tfjs-layers loads (js/lazy_packages.js), not when this module does.
+ */
+function makeProgbarLogger() {
+  return class ProgbarLogger extends tfl.Callback {
+    constructor() {
+      super();
+      this.bar = null;
     }
-    const head = `eta=${formatSeconds(eta)} ${bar} ${counter} `;
-    const line = head + formatLogs(logs, Math.max(0, columns - head.length - 1)).trimEnd();
-    this.bar.write(`\r${line}\x1b[K`);
-    this.barShown = true;
-  }
 
-  async onEpochEnd(epoch, logs) {
-    logs = await resolveLogs(logs);
-    const ms = this.trainMillis != null ? this.trainMillis : Date.now() - this.epochStart;
-    const usPerStep = this.params.samples != null ? ms / this.params.samples * 1e3 :
-                                                    ms / Math.max(1, this.batchesDone) * 1e3;
-    if (this.barShown) this.bar.write('\r\x1b[K');
-    progressBarHelper.log(`${ms.toFixed(0)}ms ${usPerStep.toFixed(0)}us/step - ${formatLogs(logs)}`);
-  }
+    async onTrainBegin() {
+      const stream = progressBarHelper.stream;
+      this.bar = stream != null && stream.isTTY ? stream : null;
+      const {samples, batchSize, steps} = this.params || {};
+      this.batchesPerEpoch = samples != null && batchSize ? Math.ceil(samples / batchSize) :
+                             steps != null ? steps : 0;
+    }
+
+    async onEpochBegin(epoch) {
+      progressBarHelper.log(`Epoch ${epoch + 1} / ${this.params.epochs}`);
+      this.epochStart = Date.now();
+      this.trainMillis = null;
+      this.batchesDone = 0;
+      this.lastRender = 0;
+      this.barShown = false;
+    }
+
+    async onBatchEnd(batch, logs) {
+      this.batchesDone++;
+      const last = this.batchesDone === this.batchesPerEpoch;
+      // As tfjs-node: the time per step counts the training batches, not the validation after.
+      if (last) this.trainMillis = Date.now() - this.epochStart;
+      if (this.bar === null) return;
+      const now = Date.now();
+      if (!last && now - this.lastRender < RENDER_THROTTLE_MS && this.barShown) return;
+      this.lastRender = now;
+      this.render(await resolveLogs(logs), now);
+    }
+
+    render(logs, now) {
+      const columns = this.bar.columns || 80;
+      const total = this.batchesPerEpoch;
+      const done = this.batchesDone;
+      const elapsed = (now - this.epochStart) / 1000;
+      const eta = total > 0 ? elapsed / done * Math.max(0, total - done) : NaN;
+      const counter = total > 0 ? `${done}/${total}` : `${done}`;
+      const barWidth = Math.max(10, Math.floor(columns * 0.3));
+      let bar;
+      if (total > 0) {
+        const filled = Math.min(barWidth, Math.round(barWidth * done / total));
+        bar = '='.repeat(Math.max(0, filled - 1)) + (filled > 0 ? '>' : '') +
+            '.'.repeat(barWidth - filled);
+      } else {
+        bar = '.'.repeat(barWidth);
+      }
+      const head = `eta=${formatSeconds(eta)} ${bar} ${counter} `;
+      const line = head + formatLogs(logs, Math.max(0, columns - head.length - 1)).trimEnd();
+      this.bar.write(`\r${line}\x1b[K`);
+      this.barShown = true;
+    }
+
+    async onEpochEnd(epoch, logs) {
+      logs = await resolveLogs(logs);
+      const ms = this.trainMillis != null ? this.trainMillis : Date.now() - this.epochStart;
+      const usPerStep = this.params.samples != null ? ms / this.params.samples * 1e3 :
+                                                      ms / Math.max(1, this.batchesDone) * 1e3;
+      if (this.barShown) this.bar.write('\r\x1b[K');
+      progressBarHelper.log(`${ms.toFixed(0)}ms ${usPerStep.toFixed(0)}us/step - ${formatLogs(logs)}`);
+    }
+  };
 }
 
-let installed = false;
+let ProgbarLogger = null;
 
 /** Registers the bar for `verbose >= 1` (once). */
 function installProgressBar() {
-  if (installed) return;
-  installed = true;
+  if (ProgbarLogger !== null) return;
+  ProgbarLogger = makeProgbarLogger();
   tfl.registerCallbackConstructor(1, ProgbarLogger);
 }
 
 module.exports = {
   installProgressBar,
-  ProgbarLogger,
   progressBarHelper,
   getSuccinctNumberDisplay,
   getDisplayDecimalPlaces,
