@@ -12,20 +12,21 @@ function startNativeRuntime() {
   binding.startRuntime();
 }
 
-// Where a native thread loads the addon, and libtensorflow with it, while this thread compiles
-// tfjs's JS (startLoading), the runtime starts after that JS. Elsewhere it starts first, so
-// that TF's set-ups run while tfjs's JS loads. (Compiling the package's own JS before the runtime
-// starts as well shortens `require`, but the set-ups then get less time before the program's
-// first op, and their costs move into its first calls: dense-tiny's first fit 23 -> 44 ms.)
+// Where a native thread loads the addon, and libtensorflow with it (startLoading), the runtime
+// starts once tfjs's JS and the package's own have loaded: with tfjs's packages loaded at their
+// first use (lazy_packages.js), that JS is done before the library is, and requiring the binding
+// earlier would hold the main thread until then (14 ms of `require` here). TF's set-ups then run
+// until the program's first op, as before (1 of 54 in the suite's tasks either way). Elsewhere
+// the runtime starts first, so that the set-ups run while tfjs's JS loads.
 const loadsInBackground = startLoading();
 if (!loadsInBackground) startNativeRuntime();
 require('./lazy_packages').deferPackages(require('path').dirname(require.resolve('@tensorflow/tfjs')));
 const tf = require('@tensorflow/tfjs');
-if (loadsInBackground) startNativeRuntime();
 const {registerTensorflowBackend, BACKEND_NAME} = require('./backend');
 const {registerKernels} = require('./kernels/register');
 const {installGraphs} = require('./graphs');
 const node = require('./node');
+if (loadsInBackground) startNativeRuntime();
 const {version: packageVersion} = require('../package.json');
 
 registerTensorflowBackend();
