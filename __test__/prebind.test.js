@@ -10,7 +10,7 @@ const fs = require('node:fs');
 const path = require('node:path');
 const {spawnSync} = require('node:child_process');
 
-const {prebind, definedNames, mentionsOwnNamespace} = require('../scripts/prebind.js');
+const {prebind, definedNames, mentionsBoundNamespace} = require('../scripts/prebind.js');
 const {scratchDirs} = require('./support/scratch.js');
 
 const tempDir = scratchDirs('tfjs-node-rs-prebind-');
@@ -22,9 +22,9 @@ const needs = {skip: !onX64Linux ? 'x86-64 Linux only' : !haveCompiler ? 'no C++
 
 // The framework: defines a name the second library defines too.
 const FIRST = 'namespace tensorflow { int twice = 1; }\n';
-// libtensorflow_cc's part: its own names, a name the first library defines, a name of a
-// namespace shared with the world (absl), a template of that namespace instantiated with one of
-// TF's types, a GNU unique symbol (a template's static member), a vtable, and a table of
+// libtensorflow_cc's part: its own names, a name the first library defines, an Eigen template's
+// instance, a name of a namespace shared with the world (absl), a template of that namespace
+// instantiated with one of TF's types, a GNU unique symbol (a template's static member), a vtable, and a table of
 // pointers to each (symbolic relocations).
 const SECOND = `
 namespace tensorflow {
@@ -39,6 +39,10 @@ template <class T> struct Registry { static int count; };
 template <class T> int Registry<T>::count = 6;
 template struct Registry<int>;
 }
+namespace Eigen {
+template <class T> int rows() { return 8; }
+template int rows<int>();
+}
 namespace absl {
 int shared_name = 7;
 template <class T> int size_of() { return sizeof(T); }
@@ -48,11 +52,12 @@ extern "C" void* table[] = {
   &tensorflow::own, &tensorflow::twice, reinterpret_cast<void*>(&tensorflow::own_function),
   &absl::shared_name, &tensorflow::Registry<int>::count,
   reinterpret_cast<void*>(&absl::size_of<tensorflow::Base>),
+  reinterpret_cast<void*>(&Eigen::rows<int>),
 };
 `;
 const NAMES = ['_ZN10tensorflow3ownE', '_ZN10tensorflow5twiceE', '_ZN10tensorflow12own_functionEv',
                '_ZN4absl11shared_nameE', '_ZN10tensorflow8RegistryIiE5countE',
-               '_ZN4absl7size_ofIN10tensorflow4BaseEEEiv'];
+               '_ZN4absl7size_ofIN10tensorflow4BaseEEEiv', '_ZN5Eigen4rowsIiEEiv'];
 // Loads the root (which needs first, then second, as the addon needs the framework, then cc)
 // and prints, for each table entry, whether it holds what a lookup of its name gives.
 const CHECK = `
@@ -82,22 +87,28 @@ function symbolicReferences(file) {
   return new Set([...out.stdout.matchAll(/R_X86_64_(?:64|GLOB_DAT)\s+\S+\s+(\S+)/g)].map((m) => m[1]));
 }
 
-test('mentionsOwnNamespace finds TF namespaces anywhere in mangled names', () => {
-  assert.ok(mentionsOwnNamespace('_ZN10tensorflow6TensorC1Ev'));
-  assert.ok(mentionsOwnNamespace('_ZNK4mlir9Operation4nameEv'));
-  assert.ok(mentionsOwnNamespace('_ZTVN3xla9HloModuleE'));
-  assert.ok(mentionsOwnNamespace('_ZTIN3tsl6StatusE'));
+test('mentionsBoundNamespace finds TF\'s and Eigen\'s namespaces anywhere in mangled names', () => {
+  assert.ok(mentionsBoundNamespace('_ZN10tensorflow6TensorC1Ev'));
+  assert.ok(mentionsBoundNamespace('_ZNK4mlir9Operation4nameEv'));
+  assert.ok(mentionsBoundNamespace('_ZTVN3xla9HloModuleE'));
+  assert.ok(mentionsBoundNamespace('_ZTIN3tsl6StatusE'));
   // A static of a TF function, and its guard variable.
-  assert.ok(mentionsOwnNamespace('_ZZN10tensorflow1fEvE1c'));
-  assert.ok(mentionsOwnNamespace('_ZGVZN10tensorflow1fEvE1c'));
+  assert.ok(mentionsBoundNamespace('_ZZN10tensorflow1fEvE1c'));
+  assert.ok(mentionsBoundNamespace('_ZGVZN10tensorflow1fEvE1c'));
   // std::vector<tensorflow::Tensor>'s method: a template of the world over one of TF's types.
-  assert.ok(mentionsOwnNamespace('_ZNSt6vectorIN10tensorflow6TensorESaIS1_EE9push_backERKS1_'));
+  assert.ok(mentionsBoundNamespace('_ZNSt6vectorIN10tensorflow6TensorESaIS1_EE9push_backERKS1_'));
+  // Eigen's: a functor TF defines in Eigen's namespace, and std::function's handler of a lambda
+  // in an Eigen template.
+  assert.ok(mentionsBoundNamespace('_ZN5Eigen8internal8xdivy_opIfEclERKfS4_'));
+  assert.ok(mentionsBoundNamespace('_ZNSt17_Function_handlerIFvllEZN5Eigen8internal3runEvEUlllE_E9_M_invokeERKSt9_Any_dataOlSA_'));
   // The world's own names, and a component that only ends in TF's letters (length 110).
-  assert.ok(!mentionsOwnNamespace('_ZNSt6vectorIiSaIiEE9push_backERKi'));
-  assert.ok(!mentionsOwnNamespace('_ZN4absl6StatusC1Ev'));
-  assert.ok(!mentionsOwnNamespace(`_ZN110tensorflow${'x'.repeat(100)}E`));
-  assert.ok(!mentionsOwnNamespace('TF_NewTensor'));
-  assert.ok(!mentionsOwnNamespace('tensorflow_10tensorflow'));
+  assert.ok(!mentionsBoundNamespace('_ZNSt6vectorIiSaIiEE9push_backERKi'));
+  assert.ok(!mentionsBoundNamespace('_ZN4absl6StatusC1Ev'));
+  assert.ok(!mentionsBoundNamespace('_ZN4absl12lts_202508146StatusC1Ev'));
+  assert.ok(!mentionsBoundNamespace(`_ZN15Eigen${'x'.repeat(10)}E`));
+  assert.ok(!mentionsBoundNamespace(`_ZN110tensorflow${'x'.repeat(100)}E`));
+  assert.ok(!mentionsBoundNamespace('TF_NewTensor'));
+  assert.ok(!mentionsBoundNamespace('tensorflow_10tensorflow'));
 });
 
 test('prebind binds only what the lookup could only find in the library itself', needs, () => {
@@ -126,7 +137,7 @@ test('prebind binds only what the lookup could only find in the library itself',
     assert.ok(left.has(kept), `${kept} is still looked up`);
   }
   for (const bound of ['_ZN10tensorflow3ownE', '_ZN10tensorflow12own_functionEv',
-                       '_ZN4absl7size_ofIN10tensorflow4BaseEEEiv']) {
+                       '_ZN4absl7size_ofIN10tensorflow4BaseEEEiv', '_ZN5Eigen4rowsIiEEiv']) {
     assert.ok(!left.has(bound), `${bound} is bound`);
   }
   // A second run finds nothing more to bind.

@@ -164,10 +164,10 @@ const KERNEL_API_HEADERS = [
 /**
  * The version of how a wheel is unpacked, kept in the marker; raised when it changes (the header
  * rules below take more headers; 3: the Linux x64 libraries' own references bound at unpacking,
- * scripts/prebind.js; 4: also those to templates of TF's types and to TF functions' locals), so
- * that a tree unpacked by earlier rules is made again.
+ * scripts/prebind.js; 4: also those to templates of TF's types and to TF functions' locals; 5:
+ * also those to Eigen's names), so that a tree unpacked by earlier rules is made again.
  */
-const UNPACK_RULES = 4;
+const UNPACK_RULES = 5;
 
 function wantedHeader(rel) {
   if (rel.endsWith('/') || rel.split('/').some((p) => p === '..' || p === '')) return false;

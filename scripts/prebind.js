@@ -1,5 +1,5 @@
 'use strict';
-// Binds libtensorflow's references to its own TensorFlow symbols once, when it is unpacked,
+// Binds libtensorflow's references to its own TensorFlow (and Eigen) symbols once, when it is unpacked,
 // instead of in every process that loads it: a 64-bit little-endian x86-64 ELF shared library
 // is rewritten in place, in plain Node.
 //
@@ -18,14 +18,19 @@
 //   global or weak; never a GNU unique symbol, which the dynamic linker makes one per process
 //   by registering it at its first lookup;
 // - its name mentions one of TF's own C++ namespaces (tensorflow, tsl, xla, mlir, llvm, toco,
-//   tflite, stream_executor, dnnl) as a component: the entity is in one (`tensorflow::Tensor`),
-//   or is a template instantiated with one of TF's types (`std::function`'s handler of a
-//   lambda in a TF kernel, an Eigen evaluator of an XLA expression), or is local to one of TF's
-//   functions (a lambda's typeinfo, a function's static and its guard). Only TF's code defines
-//   such a name, and no runtime that loads the addon (node, Bun, Deno) exports one. Names of
-//   libraries TF shares with the host's world (absl, protobuf, grpc, Eigen, the C++ standard
-//   library, zlib...) over their own types keep their lookups, so interposition works for them
-//   as before;
+//   tflite, stream_executor, dnnl) or Eigen's as a component: the entity is in one
+//   (`tensorflow::Tensor`), or is a template instantiated with one of their types
+//   (`std::function`'s handler of a lambda in a TF kernel, an Eigen evaluator of an XLA
+//   expression), or is local to one of their functions (a lambda's typeinfo, a function's
+//   static and its guard). Only TF's code defines such a name in a process that loads the
+//   addon: no runtime that loads it (node 20-26, Bun, Deno) exports one, and other addons load
+//   in scopes of their own. Eigen is header-only, so its names are instantiations in the
+//   libraries that use it, and TF's are of its own copy of Eigen (its kernels' functors, such as
+//   `Eigen::internal::xdivy_op`, live in Eigen's namespace): 13,400 more of libtensorflow_cc's
+//   references, which took its `dlopen` from 72-78 to 55-61 ms in a C program. Names of
+//   libraries TF shares with the host's world over their own types keep their lookups, so
+//   interposition works for them as before: absl (node 22 and later export absl's names),
+//   protobuf, grpc, the C++ standard library, zlib...;
 // - no library searched before it defines the name (`earlier`: libtensorflow_framework.so.2
 //   for libtensorflow_cc.so.2, which the addon's DT_NEEDED list names first), since the
 //   dynamic linker would bind to that one.
@@ -52,14 +57,14 @@ const SHN_LORESERVE = 0xff00;
 
 // A component of a mangled C++ name is its length and its text (`10tensorflow`, `4mlir`); a digit
 // before the length would make it another, longer component. In libtensorflow_cc of the 2.21.0
-// wheel this matches 410,827 names; each of the 397,489 that c++filt demangles (the others are
-// too long for it) has `tensorflow::`, `mlir::`... in its demangled text.
-const OWN_NAMESPACE_COMPONENT =
-  /(?<![0-9])(?:10tensorflow|3tsl|3xla|4mlir|4llvm|4toco|6tflite|15stream_executor|4dnnl)/;
+// wheel TF's namespaces match 410,827 names; each of the 397,489 that c++filt demangles (the
+// others are too long for it) has `tensorflow::`, `mlir::`... in its demangled text.
+const BOUND_NAMESPACE_COMPONENT =
+  /(?<![0-9])(?:10tensorflow|3tsl|3xla|4mlir|4llvm|4toco|6tflite|15stream_executor|4dnnl|5Eigen)/;
 
-/** Whether the mangled C++ name mentions one of TF's own namespaces (see above). */
-function mentionsOwnNamespace(name) {
-  return name.startsWith('_Z') && OWN_NAMESPACE_COMPONENT.test(name);
+/** Whether the mangled C++ name mentions one of the namespaces bound here (see above). */
+function mentionsBoundNamespace(name) {
+  return name.startsWith('_Z') && BOUND_NAMESPACE_COMPONENT.test(name);
 }
 
 /** The ELF's section headers, each with its name, or a reason the file is left alone. */
@@ -136,7 +141,7 @@ function prebind(file, earlier = new Set()) {
         const own = s.section !== 0 && s.section < SHN_LORESERVE &&
             (type === STT_FUNC || type === STT_OBJECT) &&
             (binding === STB_GLOBAL || binding === STB_WEAK) &&
-            mentionsOwnNamespace(s.name) && !earlier.has(s.name);
+            mentionsBoundNamespace(s.name) && !earlier.has(s.name);
         decided[k] = own ? 1 : 2;
       }
       return decided[k] === 1 ? symbols.at(k).value : null;
@@ -176,4 +181,4 @@ function writeAt(file, bytes, position) {
   }
 }
 
-module.exports = {prebind, definedNames, mentionsOwnNamespace};
+module.exports = {prebind, definedNames, mentionsBoundNamespace};
