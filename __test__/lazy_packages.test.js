@@ -8,7 +8,7 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const path = require('node:path');
 const {spawnSync} = require('node:child_process');
-const {EXPORTS, FLAGS, RELEASE, ENV_VARIABLE} = require('../js/lazy_packages');
+const {EXPORTS, FLAGS, BACKENDS, RELEASE, ENV_VARIABLE} = require('../js/lazy_packages');
 
 const ROOT = path.join(__dirname, '..');
 const GRAPH_MODEL = path.join(ROOT, 'benches', 'fixtures', 'graph_convnet', 'model.json');
@@ -36,24 +36,29 @@ const LOADED = `
   };`;
 
 test('the stand-ins list what the packages export and register, for the release installed', () => {
+  // tfjs-backend-cpu first: tfjs-backend-webgl requires it.
+  const names = Object.keys(EXPORTS).sort((a, b) => (b === '@tensorflow/tfjs-backend-cpu') - (a === '@tensorflow/tfjs-backend-cpu'));
   const real = freshProcess(`
     const tfc = require('@tensorflow/tfjs-core');
-    require('@tensorflow/tfjs-backend-cpu');
     const out = {};
-    for (const name of ${JSON.stringify(Object.keys(EXPORTS))}) {
-      const before = new Set(Object.keys(tfc.env().flagRegistry));
+    for (const name of ${JSON.stringify(names)}) {
+      const flagsBefore = new Set(Object.keys(tfc.env().flagRegistry));
+      const backendsBefore = new Set(Object.keys(tfc.engine().registryFactory));
       const m = require(name);
       const version = Object.keys(m).find((k) => k.startsWith('version_'));
       out[name] = {
         names: Object.keys(m).sort(), version: m[version],
         release: require(name + '/package.json').version,
-        flags: Object.keys(tfc.env().flagRegistry).filter((f) => !before.has(f)).sort(),
+        flags: Object.keys(tfc.env().flagRegistry).filter((f) => !flagsBefore.has(f)).sort(),
+        backends: Object.entries(tfc.engine().registryFactory).filter(([b]) => !backendsBefore.has(b))
+            .map(([b, {priority}]) => ({name: b, priority})),
       };
     }
     console.log(JSON.stringify(out));`);
   for (const [name, got] of Object.entries(real)) {
     assert.deepEqual([...EXPORTS[name]].sort(), got.names, `${name}'s export names`);
     assert.deepEqual([...FLAGS[name]].sort(), got.flags, `${name}'s flags`);
+    assert.deepEqual(BACKENDS[name] ? [BACKENDS[name]] : [], got.backends, `${name}'s backends`);
     assert.equal(got.release, RELEASE, `${name}'s installed release`);
     assert.equal(got.version, RELEASE, `${name}'s version string`);
   }
@@ -112,6 +117,23 @@ test('setting a package\'s flag loads it and reaches its own hook', () => {
   assert.deepEqual(got.after, ['@tensorflow/tfjs-converter']);
   assert.equal(got.value, true);
   assert.equal(got.warned, true, 'tfjs-converter\'s set hook ran');
+});
+
+test('the cpu backend loads when a program makes it current, and computes there', () => {
+  const got = freshProcess(`${LOADED}
+    const tf = require('.');
+    const names = tf.engine().backendNames().sort();
+    tf.setBackend('cpu').then((ok) => {
+      const sum = Array.from(tf.add(tf.tensor1d([1, 2]), 3).dataSync());
+      console.log(JSON.stringify({names, ok, backend: tf.getBackend(), sum, after: loaded(),
+                                  kernels: tf.getKernelsForBackend('cpu').length > 100}));
+    });`);
+  assert.deepEqual(got.names, ['cpu', 'tensorflow']);
+  assert.equal(got.ok, true);
+  assert.equal(got.backend, 'cpu');
+  assert.deepEqual(got.sum, [4, 5]);
+  assert.deepEqual(got.after, ['@tensorflow/tfjs-backend-cpu']);
+  assert.equal(got.kernels, true, 'the cpu backend\'s kernels registered as it loaded');
 });
 
 test('a class a program registers before tfjs-layers loads is not one of tfjs\'s own', () => {

@@ -2,14 +2,16 @@
 // tfjs's packages that `@tensorflow/tfjs` requires and a program may never use, loaded at the
 // first read of one of their exports instead of by `require('tfjs-node-rs')`: tfjs-layers (a
 // GraphModel program never uses it), tfjs-converter (a LayersModel program never does),
-// tfjs-backend-webgl (Node has no WebGL) and tfjs-data. Compiling and running them took 30-40
-// ms of every start here (docs/architecture.md, "Cold starts").
+// tfjs-backend-webgl (Node has no WebGL), tfjs-backend-cpu (the `tensorflow` backend runs every
+// op) and tfjs-data. Compiling and running them took 40-50 ms of every start here
+// (docs/architecture.md, "Cold starts").
 //
 // Before `@tensorflow/tfjs` loads, each one's entry in `require.cache` (which Node documents as
 // writable) is a stand-in module: its exports are the package's export names as getters and
 // setters, and the first get or set requires the package in its place and runs what waits for
 // it (`whenLoaded`). `@tensorflow/tfjs`'s bundle only lists the names, defines getters of them
-// and reads the packages' version strings, which the stand-ins answer without loading. The
+// and reads the packages' version strings, which the stand-ins answer without loading; the
+// flags and backends the packages register as they load are registered in their name. The
 // names are written below for one release (a test compares them with the packages); any other
 // release, a package already loaded, Bun and Deno, or TFJS_NODE_RS_LAZY_PACKAGES=0 load as
 // before.
@@ -36,6 +38,7 @@ const EXPORTS = {
     'GPGPUContext', 'MathBackendWebGL', 'forceHalfFloat', 'gpgpu_util', 'setWebGLContext',
     'version_webgl', 'webgl', 'webgl_util',
   ],
+  '@tensorflow/tfjs-backend-cpu': ['MathBackendCPU', 'shared', 'version_cpu'],
   '@tensorflow/tfjs-data': [
     'CSVDataset', 'Dataset', 'FileDataSource', 'TextLineDataset', 'URLDataSource', 'array', 'csv',
     'func', 'generator', 'microphone', 'version_data', 'webcam', 'zip',
@@ -65,7 +68,13 @@ const FLAGS = {
     'SOFTWARE_WEBGL_ENABLED', 'WEBGL_MAX_SIZE_FOR_NARROW_TEXTURE',
     'WEBGL_AUTO_SQUARIFY_NARROW_TEXTURE_SHAPE', 'WEBGL2_ISNAN_CUSTOM', 'ENGINE_COMPILE_ONLY',
   ],
+  '@tensorflow/tfjs-backend-cpu': [],
   '@tensorflow/tfjs-data': [],
+};
+
+/** The backends a package registers with tfjs as it loads (webgl's only in a browser). */
+const BACKENDS = {
+  '@tensorflow/tfjs-backend-cpu': {name: 'cpu', priority: 1},
 };
 
 const ENV_VARIABLE = 'TFJS_NODE_RS_LAZY_PACKAGES';
@@ -98,8 +107,26 @@ function deferPackages(tfjsDir, env = process.env) {
     standIn.loaded = true;
     standIn.exports = standInExports(name);
     require.cache[file] = standIn;
-    registerFlags(require(require.resolve('@tensorflow/tfjs-core', {paths: [tfjsDir]})), name);
+    const tfc = require(require.resolve('@tensorflow/tfjs-core', {paths: [tfjsDir]}));
+    registerFlags(tfc, name);
+    registerBackend(tfc, name);
   }
+}
+
+/**
+ * Registers package `name`'s backend (`BACKENDS`) with a factory that loads the package first:
+ * its own registration then replaces this one, with its kernels, and makes the backend.
+ */
+function registerBackend(tfc, name) {
+  if (BACKENDS[name] === undefined) return;
+  const {name: backend, priority} = BACKENDS[name];
+  tfc.registerBackend(backend, () => {
+    // Without this entry the package registers its factory as it would have at tfjs's load
+    // (registering over it would warn and keep this one).
+    delete tfc.engine().registryFactory[backend];
+    load(name);
+    return tfc.engine().registryFactory[backend].factory();
+  }, priority);
 }
 
 /** Registers package `name`'s flags (`FLAGS`) so that their first read or set loads it. */
@@ -186,4 +213,6 @@ function loadedExports(name) {
   return entry.exports === null ? null : load(name);
 }
 
-module.exports = {deferPackages, whenLoaded, loadedExports, EXPORTS, FLAGS, RELEASE, ENV_VARIABLE};
+module.exports = {
+  deferPackages, whenLoaded, loadedExports, EXPORTS, FLAGS, BACKENDS, RELEASE, ENV_VARIABLE,
+};
