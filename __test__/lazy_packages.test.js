@@ -136,6 +136,26 @@ test('the cpu backend loads when a program makes it current, and computes there'
   assert.equal(got.kernels, true, 'the cpu backend\'s kernels registered as it loaded');
 });
 
+test('the cpu backend loaded through an export is registered once, by its package', () => {
+  const got = freshProcess(`${LOADED}
+    const tf = require('.');
+    const warnings = [];
+    console.warn = (line) => warnings.push(String(line));
+    const cpuClass = typeof tf.MathBackendCPU;  // loads tfjs-backend-cpu through its export
+    const loadedThen = loaded();
+    tf.setBackend('cpu').then((ok) => {
+      console.log(JSON.stringify({cpuClass, loadedThen, ok, backend: tf.getBackend(),
+                                  sum: Array.from(tf.add(tf.tensor1d([1, 2]), 3).dataSync()),
+                                  registered: warnings.filter((w) => /already registered/.test(w))}));
+    });`);
+  assert.equal(got.cpuClass, 'function');
+  assert.deepEqual(got.loadedThen, ['@tensorflow/tfjs-backend-cpu']);
+  assert.equal(got.ok, true);
+  assert.equal(got.backend, 'cpu');
+  assert.deepEqual(got.sum, [4, 5]);
+  assert.deepEqual(got.registered, []);
+});
+
 test('a class a program registers before tfjs-layers loads is not one of tfjs\'s own', () => {
   const got = freshProcess(`
     const tf = require('.');

@@ -114,19 +114,24 @@ function deferPackages(tfjsDir, env = process.env) {
 }
 
 /**
- * Registers package `name`'s backend (`BACKENDS`) with a factory that loads the package first:
- * its own registration then replaces this one, with its kernels, and makes the backend.
+ * Registers package `name`'s backend (`BACKENDS`) with a factory that loads the package and
+ * makes the backend with the factory the package registers. The package's load, whatever
+ * starts it (this factory, a read of an export, tfjs-backend-webgl requiring it), first takes
+ * this registration away: registering over it would warn and keep this one.
  */
 function registerBackend(tfc, name) {
   if (BACKENDS[name] === undefined) return;
   const {name: backend, priority} = BACKENDS[name];
-  tfc.registerBackend(backend, () => {
-    // Without this entry the package registers its factory as it would have at tfjs's load
-    // (registering over it would warn and keep this one).
-    delete tfc.engine().registryFactory[backend];
+  const engine = tfc.engine();
+  const factory = () => {
     load(name);
-    return tfc.engine().registryFactory[backend].factory();
-  }, priority);
+    return engine.registryFactory[backend].factory();
+  };
+  tfc.registerBackend(backend, factory, priority);
+  packages.get(name).before.push(() => {
+    const registered = engine.registryFactory[backend];
+    if (registered !== undefined && registered.factory === factory) delete engine.registryFactory[backend];
+  });
 }
 
 /** Registers package `name`'s flags (`FLAGS`) so that their first read or set loads it. */
