@@ -3,7 +3,7 @@
 // first read of one of their exports instead of by `require('tfjs-node-rs')`: tfjs-layers (a
 // GraphModel program never uses it), tfjs-converter (a LayersModel program never does),
 // tfjs-backend-webgl (Node has no WebGL), tfjs-backend-cpu (the `tensorflow` backend runs every
-// op) and tfjs-data. Compiling and running them took 40-50 ms of every start here
+// op) and tfjs-data. Loading them took every start here 19, 18, 10, 7 and 3 ms
 // (docs/architecture.md, "Cold starts").
 //
 // Before `@tensorflow/tfjs` loads, each one's entry in `require.cache` (which Node documents as
