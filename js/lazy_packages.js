@@ -87,6 +87,8 @@ const packages = new Map();
  * package lies: its bundle's `require`s resolve from there.
  */
 function deferPackages(tfjsDir, env = process.env) {
+  const loadAllWithTfjs = env[ENV_VARIABLE] === '0' || process.versions.bun || process.versions.deno;
+  let tfc = null;
   for (const name of Object.keys(EXPORTS)) {
     let file;
     try {
@@ -94,22 +96,21 @@ function deferPackages(tfjsDir, env = process.env) {
     } catch {
       file = null;
     }
-    const entry = {file, exports: null, before: [], after: []};
+    // Unless turned off, already loaded or of another release; else it loads with
+    // `@tensorflow/tfjs`, as before.
+    const deferred = !loadAllWithTfjs && file !== null && require.cache[file] === undefined &&
+        releaseOf(file, name) === RELEASE;
+    const entry = {file, deferred, exports: null, before: [], after: []};
     packages.set(name, entry);
-    if (file === null || env[ENV_VARIABLE] === '0' || process.versions.bun ||
-        process.versions.deno || require.cache[file] !== undefined ||
-        releaseOf(file, name) !== RELEASE) {
-      entry.exports = undefined;  // loads with `@tensorflow/tfjs`, as before
-      continue;
-    }
+    if (!deferred) continue;
     const standIn = new Module(file, module);
     standIn.filename = file;
     standIn.loaded = true;
     standIn.exports = standInExports(name);
     require.cache[file] = standIn;
-    const tfc = require(require.resolve('@tensorflow/tfjs-core', {paths: [tfjsDir]}));
+    tfc = tfc || require(require.resolve('@tensorflow/tfjs-core', {paths: [tfjsDir]}));
     registerFlags(tfc, name);
-    registerBackend(tfc, name);
+    registerBackend(tfc, name, entry);
   }
 }
 
@@ -119,7 +120,7 @@ function deferPackages(tfjsDir, env = process.env) {
  * starts it (this factory, a read of an export, tfjs-backend-webgl requiring it), first takes
  * this registration away: registering over it would warn and keep this one.
  */
-function registerBackend(tfc, name) {
+function registerBackend(tfc, name, entry) {
   if (BACKENDS[name] === undefined) return;
   const {name: backend, priority} = BACKENDS[name];
   const engine = tfc.engine();
@@ -128,7 +129,7 @@ function registerBackend(tfc, name) {
     return engine.registryFactory[backend].factory();
   };
   tfc.registerBackend(backend, factory, priority);
-  packages.get(name).before.push(() => {
+  entry.before.push(() => {
     const registered = engine.registryFactory[backend];
     if (registered !== undefined && registered.factory === factory) delete engine.registryFactory[backend];
   });
@@ -186,12 +187,14 @@ function standInExports(name) {
 function load(name) {
   const entry = packages.get(name);
   if (entry.exports === null) {
-    for (const before of entry.before.splice(0)) before();
-    delete require.cache[entry.file];
-    entry.exports = require(entry.file);
+    if (entry.deferred) {
+      for (const before of entry.before.splice(0)) before();
+      delete require.cache[entry.file];
+    }
+    entry.exports = require(entry.file || name);
     for (const after of entry.after.splice(0)) after(entry.exports);
   }
-  return entry.exports === undefined ? require(entry.file || name) : entry.exports;
+  return entry.exports;
 }
 
 /**
@@ -203,19 +206,21 @@ function load(name) {
 function whenLoaded(name, after, before = null) {
   const entry = packages.get(name);
   // Without deferPackages (a part of the package required on its own), everything loads.
-  if (entry === undefined || entry.exports !== null) {
-    after(entry === undefined ? require(name) : load(name));
-    return;
+  if (entry === undefined) {
+    after(require(name));
+  } else if (!entry.deferred || entry.exports !== null) {
+    after(load(name));
+  } else {
+    if (before !== null) entry.before.push(before);
+    entry.after.push(after);
   }
-  if (before !== null) entry.before.push(before);
-  entry.after.push(after);
 }
 
 /** Package `name`'s exports if it has loaded, else null (it is not loaded for the asking). */
 function loadedExports(name) {
   const entry = packages.get(name);
   if (entry === undefined) return require(name);
-  return entry.exports === null ? null : load(name);
+  return entry.deferred ? entry.exports : load(name);
 }
 
 module.exports = {
