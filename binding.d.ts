@@ -355,6 +355,13 @@ export interface ProfileSpan {
 }
 
 /**
+ * Starts letting go of libtensorflow's read-only pages on another thread while the process
+ * exits (src/library_pages.rs); nothing outside the process's main thread. Called from the
+ * `'exit'` listener that stops background work.
+ */
+export declare function releaseLibraryPages(): void
+
+/**
  * `count` consecutive tensor ids with no tensor yet, for the outputs of ops a call runs ahead
  * of TF; returns the first. Each is filled (`fillTensors`) or deleted (`deleteTensor`); until
  * then, using one is an error.

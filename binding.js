@@ -866,6 +866,7 @@ module.exports.preloadLibrary = nativeBinding.preloadLibrary
 module.exports.preparedOpIsDeterministic = nativeBinding.preparedOpIsDeterministic
 module.exports.prepareOp = nativeBinding.prepareOp
 module.exports.profileClockUs = nativeBinding.profileClockUs
+module.exports.releaseLibraryPages = nativeBinding.releaseLibraryPages
 module.exports.reserveTensors = nativeBinding.reserveTensors
 module.exports.reshapeTensor = nativeBinding.reshapeTensor
 module.exports.runCall = nativeBinding.runCall

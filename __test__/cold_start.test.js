@@ -55,3 +55,49 @@ test('a program that loads and exits at once exits cleanly, its set-ups dropped'
   assert.ok(got.startSetUpsQueued > 0, `set-ups queued: ${JSON.stringify(got)}`);
   assert.equal(got.startSetUpsRun + got.startSetUpsDropped, got.startSetUpsQueued, JSON.stringify(got));
 });
+
+// The resident bytes of libtensorflow's mappings without write permission, in a fresh process.
+const READ_ONLY_RSS = `
+  function readOnlyRss() {
+    let kb = 0;
+    let counted = false;
+    for (const line of require('fs').readFileSync('/proc/self/smaps', 'utf8').split('\\n')) {
+      const mapping = /^[0-9a-f]+-[0-9a-f]+ (\\S+) .*\\s(\\S+)$/.exec(line);
+      if (mapping) counted = !mapping[1].includes('w') && mapping[2].includes('libtensorflow');
+      else if (counted && line.startsWith('Rss:')) kb += Number(line.split(/\\s+/)[1]);
+    }
+    return kb;
+  }`;
+
+test('at exit, libtensorflow\'s read-only pages are let go of, and TF still computes after that',
+     {skip: process.platform !== 'linux'}, () => {
+  // The package's own 'exit' listener (registered by require) starts the release; this one
+  // runs after it, waits for the pages to go, then runs TF code again, which reads them back.
+  const got = freshProcess(`
+    const tf = require('.');
+    ${READ_ONLY_RSS}
+    tf.matMul(tf.ones([8, 8]), tf.ones([8, 8])).dataSync();
+    const before = readOnlyRss();
+    process.on('exit', () => {
+      let after = readOnlyRss();
+      for (const end = Date.now() + 5000; after > before / 4 && Date.now() < end;) after = readOnlyRss();
+      const product = Array.from(tf.matMul(tf.fill([2, 3], 2), tf.fill([3, 2], 5)).dataSync());
+      console.log(JSON.stringify({before, after, product}));
+    });`);
+  assert.ok(got.before > 50000, `libtensorflow's read-only pages in use: ${got.before} kB`);
+  assert.ok(got.after < got.before / 4, `let go of: ${got.before} -> ${got.after} kB`);
+  assert.deepEqual(got.product, [30, 30, 30, 30]);
+});
+
+test('a worker\'s exit leaves libtensorflow\'s pages to the process', {skip: process.platform !== 'linux'}, () => {
+  const got = freshProcess(`
+    const tf = require('.');
+    const {Worker} = require('worker_threads');
+    ${READ_ONLY_RSS}
+    tf.matMul(tf.ones([8, 8]), tf.ones([8, 8])).dataSync();
+    const before = readOnlyRss();
+    const worker = new Worker("const tf = require(process.cwd()); tf.add(tf.ones([4]), 1).dataSync();", {eval: true});
+    worker.on('exit', (code) => setTimeout(() => console.log(JSON.stringify({code, before, after: readOnlyRss()})), 300));`);
+  assert.equal(got.code, 0);
+  assert.ok(got.after > got.before * 0.75, `kept: ${got.before} -> ${got.after} kB`);
+});

@@ -30,6 +30,7 @@ mod executor;
 mod graphs;
 mod js;
 mod kernels;
+mod library_pages;
 mod op_cache;
 mod op_plan;
 mod ops;

@@ -153,11 +153,16 @@ const stoppedAtExit = new WeakSet();
 /**
  * The executor thread must not run a graph while `process.exit()`'s destructors tear TF
  * down (no env cleanup hook runs first): stop it from the `'exit'` event, once per binding.
+ * Then libtensorflow's read-only pages are let go of on another core while Node tears down,
+ * rather than after it (src/library_pages.rs; the process's main thread only).
  */
 function stopBackgroundWorkAtExit(binding) {
   if (stoppedAtExit.has(binding)) return;
   stoppedAtExit.add(binding);
-  process.once('exit', () => binding.stopBackgroundWork());
+  process.once('exit', () => {
+    binding.stopBackgroundWork();
+    binding.releaseLibraryPages();
+  });
 }
 
 class TensorFlowBackend extends tfc.KernelBackend {

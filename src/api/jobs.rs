@@ -65,3 +65,11 @@ pub fn stop_background_work(env: Env) -> napi::Result<()> {
         Ok(())
     })
 }
+
+/// Starts letting go of libtensorflow's read-only pages on another thread while the process
+/// exits (src/library_pages.rs); nothing outside the process's main thread. Called from the
+/// `'exit'` listener that stops background work.
+#[napi_derive::napi(js_name = "releaseLibraryPages")]
+pub fn release_library_pages() {
+    crate::library_pages::release_in_background();
+}
