@@ -73,6 +73,13 @@ export declare class TfServer {
 export declare function alloc(dtype: NumericDType, length: number): TypedArray
 
 /**
+ * Starts queueing the ops of a call whose first run is recorded as executor jobs while its JS
+ * goes on (`crate::ops::pipeline`); false when ops run at once instead (no executor, a device
+ * scope).
+ */
+export declare function beginPipelinedCall(): boolean
+
+/**
  * Copies each tensor of `ids` that lives on another task's device, other than the devices
  * `keepOn`, to this process, in place (the ids stay); returns how many were copied. A tensor
  * that cannot be copied is dropped, and the first such error thrown once the others are here.
@@ -167,6 +174,12 @@ export declare function dtypeNames(): Array<string>
  * `serverDef` (every task calls it with its own task index).
  */
 export declare function enableCollectiveOps(serverDef: Uint8Array): void
+
+/**
+ * Stops queueing the call's ops and waits for them; returns whether one failed (the call then
+ * runs again eagerly, js/graphs/call_graphs.js).
+ */
+export declare function endPipelinedCall(): boolean
 
 /** `executeOp(name, attrs, inputIds, numOutputs)` → `[{id, shape, dtype}]`. */
 export declare function executeOp(name: string, attrs: OpAttr[] | null | undefined, inputIds: number[], numOutputs: number): TensorInfo[]
@@ -472,6 +485,11 @@ export interface Stats {
   fusedNodes: number
   /** Graph runs queued on the executor thread (`crate::executor`). */
   backgroundRuns: number
+  /**
+   * Ops of models' first calls queued on the executor thread while the call's JS went on
+   * (`crate::ops::pipeline`).
+   */
+  pipelinedOps: number
   /**
    * One-time set-ups of TF queued on the executor thread as the runtime started
    * (`crate::tf::warm_up`); each is run while the program has called no op, or dropped.

@@ -29,11 +29,13 @@ test('a program\'s first call gives what its warm calls and the cpu backend give
       const calls = [];
       for (let i = 0; i < 5; i++) calls.push(Array.from(model.predict(x).dataSync()));
       const replays = tf.node.callGraphStats().replays;
+      const pipelined = tf.backend().binding.stats().pipelinedOps;
       await tf.setBackend('cpu');
       const cpu = Array.from(model.predict(x).dataSync());
-      console.log(JSON.stringify({calls, cpu, replays}));
+      console.log(JSON.stringify({calls, cpu, replays, pipelined}));
     })();`);
   assert.ok(got.replays >= 2, `the warm calls ran as a graph: ${got.replays} replays`);
+  assert.ok(got.pipelined >= 5, `the first call's ops ran as executor jobs: ${got.pipelined}`);
   const [first, ...warm] = got.calls;
   assert.equal(first.length, 20);
   for (const call of warm) {
@@ -54,6 +56,68 @@ test('a program that loads and exits at once exits cleanly, its set-ups dropped'
     });`);
   assert.ok(got.startSetUpsQueued > 0, `set-ups queued: ${JSON.stringify(got)}`);
   assert.equal(got.startSetUpsRun + got.startSetUpsDropped, got.startSetUpsQueued, JSON.stringify(got));
+});
+
+/**
+ * A GraphModel, in the fresh process's code, whose first predict queues a `Transpose` by `perm`
+ * on the executor (src/ops/pipeline.rs): with perm [0, 0], TF's shape function gives its shape
+ * and only its kernel finds the permutation wrong. Its outputs: relu(x), and the transposed
+ * tensor, or with `divide` that divided by itself by an op that is never queued (`FloorDiv`,
+ * which fails on values), which so waits for the job inside the call.
+ */
+const TRANSPOSE_MODEL = `
+  function transposeModel(tf, perm, divide) {
+    const node = (name, op, input, attr) => ({name, op, input, attr});
+    const float = {type: 'DT_FLOAT'};
+    const nodes = [
+      node('x', 'Placeholder', [], {dtype: float, shape: {shape: {dim: [{size: '2'}, {size: '3'}]}}}),
+      node('perm', 'Const', [], {dtype: {type: 'DT_INT32'},
+                                 value: {tensor: {dtype: 'DT_INT32', tensorShape: {dim: [{size: '2'}]}}}}),
+      node('relu', 'Relu', ['x'], {T: float}),
+      node('moved', 'Transpose', ['x', 'perm'], {T: float, Tperm: {type: 'DT_INT32'}}),
+    ];
+    if (divide) nodes.push(node('ratio', 'FloorDiv', ['moved', 'moved'], {T: float}));
+    return tf.loadGraphModel(tf.io.fromMemory({
+      modelTopology: {node: nodes, versions: {producer: 1}}, format: 'graph-model',
+      weightSpecs: [{name: 'perm', shape: [2], dtype: 'int32'}],
+      weightData: new Int32Array(perm).buffer}));
+  }`;
+
+test('a first call whose queued op fails gives eager\'s error, at the call, keeping what eager keeps', () => {
+  for (const divide of [true, false]) {
+    // A process per case: a prepared op whose job failed is not queued again in that process.
+    const [pipelined, eager] = [true, false].map((graphs) => freshProcess(`
+      const tf = require('.');
+      ${TRANSPOSE_MODEL}
+      (async () => {
+        tf.env().set('TFJS_NODE_RS_CALL_GRAPHS', ${graphs});
+        const x = tf.tensor2d([[1, -2, 3], [-4, 5, -6]]);
+        const before = tf.memory().numTensors;
+        const queuedBefore = tf.backend().binding.stats().pipelinedOps;
+        let error = null;
+        try {
+          (await transposeModel(tf, [0, 0], ${divide})).predict(x);
+        } catch (e) {
+          error = e.message;
+        }
+        const kept = tf.memory().numTensors - before;
+        const queued = tf.backend().binding.stats().pipelinedOps - queuedBefore;
+        // A model it can compute, of the same ops, then runs as before.
+        const y = (await transposeModel(tf, [1, 0], ${divide})).predict(x);
+        const fine = (Array.isArray(y) ? y : [y]).map((t) => Array.from(t.dataSync()));
+        console.log(JSON.stringify({error, kept, queued, fine}));
+      })();`));
+    assert.match(eager.error, /1 is missing from \{0,0\}/);
+    assert.equal(pipelined.error, eager.error, `divide ${divide}`);
+    assert.ok(pipelined.queued >= 2, `the Transpose was queued: ${pipelined.queued}`);
+    assert.equal(eager.queued, 0);
+    // What tfjs-converter keeps of a call that throws, eagerly too.
+    assert.equal(pipelined.kept, eager.kept);
+    const relu = [1, 0, 3, 0, 5, 0];
+    const moved = [1, -4, -2, 5, 3, -6];
+    assert.deepEqual(eager.fine, [relu, divide ? moved.map(() => 1) : moved]);
+    assert.deepEqual(pipelined.fine, eager.fine);
+  }
 });
 
 // The resident bytes of libtensorflow's mappings without write permission, in a fresh process.

@@ -195,6 +195,12 @@ impl Job {
         })
     }
 
+    /// Waits for the job (running it here when no thread has started it); its error when it
+    /// failed.
+    pub fn wait(&self, status: &Status) -> Result<()> {
+        self.finished(status, |_| Ok(()))
+    }
+
     /// `take` applied to the outputs once the job is done (run here if nobody started it).
     fn finished<T>(
         &self,

@@ -19,11 +19,20 @@ pub fn small_integers(
     dims: &[i64],
     status: &Status,
 ) -> Result<Option<Vec<i64>>> {
-    let small = element_count(dims).is_some_and(|count| count <= MAX_SHAPE_INTEGERS as u64);
-    if !DTYPES[dtype].is_integer() || !small {
+    if !is_small_integers(dtype, dims) {
         return Ok(None);
     }
     Ok(handle.resolve(status)?.integers(DTYPES[dtype]))
+}
+
+/// Whether a tensor of `spec` is one whose values `small_integers` reads.
+pub fn is_small_integer_tensor(spec: &TensorSpec) -> bool {
+    is_small_integers(spec.dtype, &spec.dims)
+}
+
+fn is_small_integers(dtype: usize, dims: &[i64]) -> bool {
+    let small = element_count(dims).is_some_and(|count| count <= MAX_SHAPE_INTEGERS as u64);
+    DTYPES[dtype].is_integer() && small
 }
 
 /// How many elements a tensor of `dims` holds; `None` for an unknown (negative) dim or a count

@@ -66,6 +66,19 @@ class OpRunner {
     return this.readOutputs(this.binding.runPreparedOp(prepared, this.io, inputs, numOutputs));
   }
 
+  /**
+   * Queues the ops of the call being recorded as executor jobs, while its JS goes on, until
+   * `endPipelinedCall` (src/ops/pipeline.rs); false when they run at once instead.
+   */
+  beginPipelinedCall() {
+    return this.binding.beginPipelinedCall();
+  }
+
+  /** Waits for the jobs queued since `beginPipelinedCall`; returns whether one failed. */
+  endPipelinedCall() {
+    return this.binding.endPipelinedCall();
+  }
+
   /** Reports what the backend does to `recording` until `stopRecording`. */
   startRecording(recording) {
     if (this.recording !== null) throw new Error('a call is being recorded already');

@@ -75,10 +75,14 @@ class CallGraphs {
    * @param label names the call site in `lastFailure`
    * @param trusts tells whether the call site's calls run only JS that does the same on
    *     every call of a key (trust.js): then a call's first recording is its graph
+   * @param computesOnly whether a call only computes its outputs (a predict), so that running
+   *     it again gives the same: then a trusted call site's first call runs with TF behind its
+   *     JS (`runPipelined`)
    */
-  constructor(label, trusts = () => false) {
+  constructor(label, trusts = () => false, computesOnly = false) {
     this.label = label;
     this.trusts = trusts;
+    this.computesOnly = computesOnly;
     this.entries = new Map();
     /** Per signature (a key without its dims), its calls of any shape (see the header): the
      * shapes seen (up to `SHAPES_BEFORE_GENERIC`), recordings that did not repeat, its graph,
@@ -235,7 +239,10 @@ class CallGraphs {
     const speculative = previous !== null ? previous.speculative : null;
     if (speculative !== null && speculative.runsAhead) recording.runAhead(previous.call);
     const before = sideEffects ? sideEffects.read() : undefined;
-    const {result, call} = runRecorded(backend, recording, run);
+    const trustedSite = previous === null && this.trusts();
+    const pipelined = trustedSite && this.computesOnly && backend.ops.beginPipelinedCall();
+    const {result, call} = pipelined ? runPipelined(backend, recording, run) :
+        runRecorded(backend, recording, run);
     if (call === null) {
       recording.release();
       this.fail(entry, recording.failure);
@@ -246,8 +253,7 @@ class CallGraphs {
         sameOutside(previous.call.outside, call.outside) &&
         previous.call.sideEffect === call.sideEffect;
     // A first recording of JS that does the same every call needs no second to witness it.
-    const trusted = previous === null && !call.witnessed && !recording.drewRandom &&
-        this.trusts();
+    const trusted = trustedSite && !call.witnessed && !recording.drewRandom;
     // Whether this recording is the key's graph: witnessed, or needing no witness.
     const compiles = repeated || call.witnessed || trusted;
     let usable = repeated && speculative !== null;
@@ -559,6 +565,31 @@ function runRecorded(backend, recording, run) {
     backend.ops.stopRecording();
     backend.pauseDeferring(false);
   }
+}
+
+/**
+ * `runRecorded` for a first call whose ops run as executor jobs while its JS goes on
+ * (`beginPipelinedCall`, src/ops/pipeline.rs): the call waits for them at its end. Where one
+ * failed (TF refused it only as it ran), the call runs again eagerly, unrecorded (`call` null),
+ * and gives what eager gives: its result, or the error of the op that fails, at the call.
+ */
+function runPipelined(backend, recording, run) {
+  let recorded;
+  try {
+    recorded = runRecorded(backend, recording, run);
+  } catch (e) {
+    if (!backend.ops.endPipelinedCall()) throw e;
+    return rerunEagerly(recording, run);
+  }
+  if (!backend.ops.endPipelinedCall()) return recorded;
+  tfc.dispose(recorded.result);
+  return rerunEagerly(recording, run);
+}
+
+function rerunEagerly(recording, run) {
+  recording.release();
+  recording.fail('an op queued in its first call failed');
+  return {result: run(), call: null};
 }
 
 /**

@@ -28,7 +28,8 @@ function cacheOf(owner, kind) {
     const converter = loadedExports('@tensorflow/tfjs-converter');
     const trusts = converter !== null && owner instanceof converter.GraphModel ?
         () => builtInGraphModel(owner) : () => builtInLayersModel(owner);
-    cache = new CallGraphs(`${owner.constructor.name}.${kind}`, trusts);
+    cache = new CallGraphs(`${owner.constructor.name}.${kind}`, trusts,
+                           kind === 'predict' || kind === 'execute');
     caches.set(kind, cache);
   }
   return cache;

@@ -87,6 +87,21 @@ pub fn pause_deferring(env: Env, paused: bool) -> napi::Result<()> {
     })
 }
 
+/// Starts queueing the ops of a call whose first run is recorded as executor jobs while its JS
+/// goes on (`crate::ops::pipeline`); false when ops run at once instead (no executor, a device
+/// scope).
+#[napi_derive::napi(js_name = "beginPipelinedCall")]
+pub fn begin_pipelined_call(env: Env) -> napi::Result<bool> {
+    state_call(&env, |_, state| Ok(state.runtime.begin_pipelined_call()))
+}
+
+/// Stops queueing the call's ops and waits for them; returns whether one failed (the call then
+/// runs again eagerly, js/graphs/call_graphs.js).
+#[napi_derive::napi(js_name = "endPipelinedCall")]
+pub fn end_pipelined_call(env: Env) -> napi::Result<bool> {
+    state_call(&env, |_, state| Ok(state.runtime.end_pipelined_call()))
+}
+
 /// Counters of the binding's memory traffic in this env.
 #[napi_derive::napi(object)]
 pub struct Stats {
@@ -129,6 +144,9 @@ pub struct Stats {
     pub fused_nodes: f64,
     /// Graph runs queued on the executor thread (`crate::executor`).
     pub background_runs: f64,
+    /// Ops of models' first calls queued on the executor thread while the call's JS went on
+    /// (`crate::ops::pipeline`).
+    pub pipelined_ops: f64,
     /// One-time set-ups of TF queued on the executor thread as the runtime started
     /// (`crate::tf::warm_up`); each is run while the program has called no op, or dropped.
     pub start_set_ups_queued: u32,
@@ -164,6 +182,7 @@ pub fn stats(env: Env) -> napi::Result<Stats> {
                 call_graphs: runtime.call_graphs as u32,
                 fused_nodes: runtime.fused_nodes as f64,
                 background_runs: runtime.background_runs as f64,
+                pipelined_ops: runtime.pipelined_ops as f64,
                 start_set_ups_queued: runtime.set_ups.queued,
                 start_set_ups_run: runtime.set_ups.run,
                 start_set_ups_dropped: runtime.set_ups.dropped,

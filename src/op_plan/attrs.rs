@@ -12,6 +12,7 @@ use crate::tf::graph::NodeBuilder;
 use crate::tf::op::Op;
 use crate::tf::status::Status;
 
+#[derive(Clone)]
 pub enum AttrValue {
     String(Vec<u8>),
     Int(i64),
@@ -28,6 +29,7 @@ pub enum AttrValue {
     ShapeList(Vec<Option<Vec<i64>>>),
 }
 
+#[derive(Clone)]
 pub struct OwnedAttr {
     pub name: CString,
     pub value: AttrValue,

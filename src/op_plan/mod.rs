@@ -10,8 +10,9 @@ use std::ffi::CString;
 use std::rc::Rc;
 
 use crate::error::Result;
+use crate::tf::dtype::index_of_tf_code;
 use crate::tf::signals;
-use attrs::OwnedAttr;
+use attrs::{AttrValue, OwnedAttr};
 use properties::NodeKind;
 use validate::{OpChecks, Signature};
 
@@ -39,5 +40,70 @@ impl PreparedOp {
             name,
             attrs,
         })
+    }
+
+    /// The value of attr `name` as given.
+    fn given(&self, name: &str) -> Option<&AttrValue> {
+        self.attrs
+            .iter()
+            .rev()
+            .find(|a| a.name.to_bytes() == name.as_bytes())
+            .map(|a| &a.value)
+    }
+
+    /// The dtype (a `DTYPES` row) of type attr `name`: as given, or as eager TF infers it from
+    /// the first input of that type (only inputs before the first list count, as in
+    /// `validate`). `None` when neither says.
+    pub fn type_attr(&self, name: &str, input_dtypes: &[usize]) -> Option<usize> {
+        if let Some(value) = self.given(name) {
+            let AttrValue::Type(dtype) = value else {
+                return None;
+            };
+            return index_of_tf_code(*dtype as i32);
+        }
+        let def = self.signature.def();
+        let mut at = 0;
+        for (arg, &(length, is_list)) in def.inputs.iter().zip(self.signature.input_args()) {
+            if is_list {
+                return None;
+            }
+            if arg.type_attr == name {
+                return input_dtypes.get(at).copied();
+            }
+            at += length;
+        }
+        None
+    }
+
+    /// Each output's dtype (a `DTYPES` row) on inputs of `input_dtypes`, from the op's definition
+    /// and the attrs; `None` when one is not known before the op runs.
+    pub fn output_dtypes(&self, input_dtypes: &[usize]) -> Option<Vec<usize>> {
+        let mut dtypes = Vec::with_capacity(self.signature.output_count());
+        for arg in &self.signature.def().outputs {
+            if !arg.type_list_attr.is_empty() {
+                let AttrValue::TypeList(types) = self.given(&arg.type_list_attr)? else {
+                    return None;
+                };
+                for &dtype in types {
+                    dtypes.push(index_of_tf_code(dtype as i32)?);
+                }
+                continue;
+            }
+            let dtype = if arg.dtype != 0 {
+                index_of_tf_code(arg.dtype)?
+            } else {
+                self.type_attr(&arg.type_attr, input_dtypes)?
+            };
+            let count = if arg.number_attr.is_empty() {
+                1
+            } else {
+                let AttrValue::Int(count) = self.given(&arg.number_attr)? else {
+                    return None;
+                };
+                usize::try_from(*count).ok()?
+            };
+            dtypes.extend(std::iter::repeat_n(dtype, count));
+        }
+        (dtypes.len() == self.signature.output_count()).then_some(dtypes)
     }
 }

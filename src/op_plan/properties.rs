@@ -49,6 +49,10 @@ struct OpProperties {
     /// Fails on its inputs' values (an integer division by zero, an index or a label out of
     /// range), not only on their shapes.
     fails_on_values: bool,
+    /// Some TF builds register a CPU kernel for it that only a graph rewrite may run, which
+    /// gives an empty tensor when run eagerly: js/kernels/families/conv.js checks the shape of
+    /// its first eager run's output, so that run must not be a job (`crate::ops::pipeline`).
+    probed_eagerly: bool,
     data_inputs: DataInputs,
 }
 
@@ -58,6 +62,7 @@ const fn op(name: &'static str, class: Class) -> OpProperties {
         class,
         compute_bound: false,
         fails_on_values: false,
+        probed_eagerly: false,
         data_inputs: NoData,
     }
 }
@@ -70,6 +75,11 @@ impl OpProperties {
 
     const fn fails_on_values(mut self) -> Self {
         self.fails_on_values = true;
+        self
+    }
+
+    const fn probed_eagerly(mut self) -> Self {
+        self.probed_eagerly = true;
         self
     }
 
@@ -132,7 +142,9 @@ const OPS: &[OpProperties] = &[
     op("FloorMod", InCalls).fails_on_values().data_inputs(Every),
     op("FusedBatchNormV3", InCalls),
     op("_FusedConv2D", InCalls).compute_bound(),
-    op("_FusedDepthwiseConv2dNative", InCalls).compute_bound(),
+    op("_FusedDepthwiseConv2dNative", InCalls)
+        .compute_bound()
+        .probed_eagerly(),
     op("_FusedMatMul", InCalls).compute_bound(),
     op("GatherV2", InCalls)
         .fails_on_values()
@@ -258,6 +270,8 @@ pub struct NodeKind {
     /// A product or convolution: large ones take long enough to be worth running off the JS
     /// thread on their own.
     pub compute_bound: bool,
+    /// Its first eager run's outputs are checked by the JS that runs it (`probed_eagerly`).
+    pub probed_eagerly: bool,
 }
 
 /// What op `name` with `attrs` is as a graph node; `None` when it runs only eagerly.
@@ -268,6 +282,7 @@ pub fn node_kind(name: &CStr, attrs: &[OwnedAttr]) -> Option<NodeKind> {
         random: op.class == Random,
         fails_on_values: op.fails_on_values,
         compute_bound: op.compute_bound,
+        probed_eagerly: op.probed_eagerly,
     };
     attrs::settable_on_node(attrs).then_some(kind)
 }

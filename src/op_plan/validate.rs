@@ -327,6 +327,11 @@ pub fn signature(checks: Rc<OpChecks>, attrs: &[OwnedAttr]) -> Result<Signature>
 }
 
 impl Signature {
+    /// The op's definition.
+    pub fn def(&self) -> &OpDef {
+        &self.checks.def
+    }
+
     /// The input arguments: `(flat inputs taken, is a list)` each, in the definition's order.
     pub fn input_args(&self) -> &[(usize, bool)] {
         &self.input_args

@@ -98,12 +98,5 @@ pub fn run_in_background(
 
 /// Whether the inputs of a compute-bound op hold more than `HEAVY_INPUT_ELEMENTS` elements.
 fn is_heavy(state: &Runtime, ids: &[u64]) -> bool {
-    let elements: u64 = ids
-        .iter()
-        .map(|&id| {
-            let spec = state.tensors.spec(id, &state.status);
-            spec.map_or(0, |spec| spec.elements())
-        })
-        .sum();
-    elements > HEAVY_INPUT_ELEMENTS
+    state.elements_of(ids) > HEAVY_INPUT_ELEMENTS
 }

@@ -1,12 +1,17 @@
 //! One op call run eagerly: a prepared op on input tensors, checked against the op's definition
-//! before TF sees it (TF aborts the process on some mismatches), through the env's op cache.
+//! before TF sees it (TF aborts the process on some mismatches), through the env's op cache;
+//! or, checked so, on an executor thread (`run_detached`).
+
+use std::ffi::CStr;
 
 use super::runtime::Runtime;
 use crate::error::{Error, Result};
 use crate::op_cache::OpCache;
+use crate::op_plan::attrs::OwnedAttr;
 use crate::op_plan::{attrs, PreparedOp};
-use crate::tf::context::Context;
+use crate::tf::context::{Context, SharedContext};
 use crate::tf::handle::TensorHandle;
+use crate::tf::op::Op;
 use crate::tf::signals::AsyncSignalsBlocked;
 use crate::tf::status::Status;
 use crate::tf::trace::{SpanKind, Timing};
@@ -86,4 +91,31 @@ pub(super) fn run_ids(
         ids.iter().map(|&id| tensors.handle(id)),
         room,
     )
+}
+
+/// Runs op `name` with `attrs` on `inputs` as a new op of `context`, on any thread: the eager op
+/// of an executor job (`super::pipeline`), checked on the JS thread when it was queued.
+pub(super) fn run_detached(
+    context: SharedContext,
+    name: &CStr,
+    attrs: &[OwnedAttr],
+    inputs: &[TensorHandle],
+    room: usize,
+    uses_generated_gemm: bool,
+    status: &Status,
+) -> Result<Vec<TensorHandle>> {
+    let label = name.to_str().unwrap_or("op");
+    let ran = (|| {
+        let mut op = Op::new(context, name, status)?;
+        attrs::apply(&mut op, attrs, status)?;
+        for input in inputs {
+            op.add_input(input, status)?;
+        }
+        let _blocked = AsyncSignalsBlocked::when(uses_generated_gemm);
+        let _timing = Timing::begin(SpanKind::EagerOp, || (label.to_owned(), label.to_owned()));
+        let mut outputs = Vec::with_capacity(room);
+        op.execute(&mut outputs, room, status)?;
+        Ok(outputs)
+    })();
+    ran.map_err(|e: Error| e.context(label))
 }

@@ -2,7 +2,8 @@
 //! cache, deferred runs, call graphs, executor and TF context, all private, and offers the
 //! operations the binding's calls need. A prepared op (`op_plan::PreparedOp`: name, attrs,
 //! checked signature) called on tensor ids (`OpCall`) either
-//! - becomes an executor job, when waiting for it would hold the JS thread (`background`);
+//! - becomes an executor job, in a model's first call while its JS goes on (`pipeline`), or when
+//!   waiting for it would hold the JS thread (`background`);
 //! - is deferred into the run being recorded, to run later as one graph (`deferred`);
 //! - or runs now, eagerly (`eager`).
 //!
@@ -18,6 +19,7 @@ mod deferred_runs;
 mod eager;
 mod io;
 mod jobs;
+mod pipeline;
 mod run;
 mod runtime;
 mod saved_models;

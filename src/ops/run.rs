@@ -1,12 +1,12 @@
-//! Where an op call goes: an executor job (`background`), deferred into a run (`deferred`), or
-//! at once (`eager`); and preparing ops for it.
+//! Where an op call goes: an executor job (`pipeline` in a model's first call, `background`),
+//! deferred into a run (`deferred`), or at once (`eager`); and preparing ops for it.
 
 use std::ffi::{CStr, CString};
 use std::rc::Rc;
 
 use super::runtime::{OpCall, Runtime};
 use super::tensors::OutputInfo;
-use super::{background, deferred, eager};
+use super::{background, deferred, eager, pipeline};
 use crate::error::Result;
 use crate::op_plan::attrs::OwnedAttr;
 use crate::op_plan::validate::OpChecks;
@@ -36,6 +36,9 @@ impl Runtime {
             room,
             pending,
         };
+        if let Some(count) = pipeline::queue(self, &call, io)? {
+            return Ok(count);
+        }
         if let Some(count) = background::run_in_background(self, &call, io)? {
             return Ok(count);
         }

@@ -2,6 +2,7 @@
 //! `OpCall`, one op call as it travels through them.
 
 use super::deferred_runs::DeferredRuns;
+use super::pipeline::Pipeline;
 use crate::error::Result;
 use crate::executor::{Executor, SetUpCounts};
 use crate::graphs::calls::CallGraphs;
@@ -52,6 +53,7 @@ pub struct Runtime {
     /// Before `tensors` and `context`, whose handles the call graphs hold.
     pub(super) calls: CallGraphs,
     pub(super) single_ops: SingleOps,
+    pub(super) pipeline: Pipeline,
     pub(super) ops: OpCache,
     pub(super) scratch: Scratch,
     pub(super) context: Context,
@@ -68,6 +70,7 @@ pub struct RuntimeCounts {
     pub call_graphs: usize,
     pub fused_nodes: u64,
     pub background_runs: u64,
+    pub pipelined_ops: u64,
     pub set_ups: SetUpCounts,
 }
 
@@ -97,11 +100,22 @@ impl Runtime {
             tensors: TensorTable::default(),
             calls: CallGraphs::default(),
             single_ops: SingleOps::default(),
+            pipeline: Pipeline::default(),
             ops: OpCache::default(),
             scratch: Scratch::default(),
             context,
             status,
         })
+    }
+
+    /// How many elements the tensors of `ids` hold together (none for an id not known).
+    pub(super) fn elements_of(&self, ids: &[u64]) -> u64 {
+        ids.iter()
+            .map(|&id| {
+                let spec = self.tensors.spec(id, &self.status);
+                spec.map_or(0, |spec| spec.elements())
+            })
+            .fold(0, u64::saturating_add)
     }
 
     /// The status object calls on this runtime report TF's errors through.
@@ -135,7 +149,9 @@ impl Runtime {
             graph_runs: deferred.graph_runs,
             call_graphs: self.calls.len(),
             fused_nodes: self.calls.fused_nodes,
-            background_runs: self.executor.jobs_made,
+            // The executor's jobs besides the ops of first calls (counted apart).
+            background_runs: self.executor.jobs_made - self.pipeline.ops_queued,
+            pipelined_ops: self.pipeline.ops_queued,
             set_ups: self.executor.set_up_counts(),
         }
     }

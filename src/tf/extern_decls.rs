@@ -85,8 +85,22 @@ macro_rules! opaque {
     };
 }
 
-// Shape lists for `TFE_InferShapes`.
-opaque!(TF_ShapeAndTypeList);
+/// One shape of a `TF_ShapeAndTypeList` (c/c_api_experimental.h): `num_dims` -1 for an unknown
+/// rank, a dim -1 for an unknown size.
+#[repr(C)]
+pub struct TF_ShapeAndType {
+    pub num_dims: c_int,
+    pub dims: *mut i64,
+    pub dtype: sys::TF_DataType,
+}
+
+/// Shape lists for `TFE_InferShapes`, made and freed by TF's functions above.
+#[repr(C)]
+pub struct TF_ShapeAndTypeList {
+    pub num_items: c_int,
+    pub items: *mut TF_ShapeAndType,
+}
+
 // An eager executor, for `TFE_ExecutorClearError`.
 opaque!(TFE_Executor);
 

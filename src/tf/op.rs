@@ -13,6 +13,7 @@ use super::extern_decls::{
 };
 use super::handle::TensorHandle;
 use super::status::Status;
+use super::tensor::Tensor;
 use crate::error::{Error, Result};
 
 pub struct Op(NonNull<sys::TFE_Op>);
@@ -210,8 +211,33 @@ impl Op {
     /// Runs the op's shape function (TF's own checks of ranks and dims, which some kernels
     /// CHECK instead of failing) on the shapes of inputs, with the attrs set so far.
     pub fn check_shapes(&self, input_dims: &[Vec<i64>], status: &Status) -> Result<()> {
+        self.infer_shapes(input_dims, &[], status).map(drop)
+    }
+
+    /// The op's outputs' shapes as its shape function infers them from the inputs' shapes
+    /// (`input_dims`), the attrs set so far, and the values of the inputs in `constants` (one
+    /// entry per input, or none at all: the shapes, axes and sizes a shape may depend on).
+    /// Per output: `None` for an unknown rank, else its dims, -1 where a size is unknown.
+    pub fn infer_shapes(
+        &self,
+        input_dims: &[Vec<i64>],
+        constants: &[Option<&Tensor>],
+        status: &Status,
+    ) -> Result<Vec<Option<Vec<i64>>>> {
+        let mut tensors: Vec<*mut sys::TF_Tensor> = constants
+            .iter()
+            .map(|c| c.map_or(std::ptr::null_mut(), |t| t.raw()))
+            .collect();
+        let tensors_ptr = if tensors.len() == input_dims.len() && !tensors.is_empty() {
+            tensors.as_mut_ptr()
+        } else {
+            std::ptr::null_mut()
+        };
+        let mut inferred = Vec::new();
         // SAFETY: the list has input_dims.len() slots, each set from a live slice that TF copies;
-        // the output list TF makes is deleted here; the other optional arguments are null.
+        // `tensors_ptr` is null or has one (possibly null) live tensor per input, which TF only
+        // reads; the output list TF makes is read while it lives and deleted here; the other
+        // optional arguments are null.
         unsafe {
             let shapes = TF_NewShapeAndTypeList(input_dims.len() as i32);
             for (i, dims) in input_dims.iter().enumerate() {
@@ -221,7 +247,7 @@ impl Op {
             TFE_InferShapes(
                 self.raw(),
                 shapes,
-                std::ptr::null_mut(),
+                tensors_ptr,
                 std::ptr::null_mut(),
                 std::ptr::null_mut(),
                 &mut outputs,
@@ -230,10 +256,22 @@ impl Op {
             );
             TF_DeleteShapeAndTypeList(shapes);
             if !outputs.is_null() {
+                let list = &*outputs;
+                for k in 0..usize::try_from(list.num_items).unwrap_or(0) {
+                    let item = &*list.items.add(k);
+                    inferred.push(usize::try_from(item.num_dims).ok().map(|rank| {
+                        if rank == 0 {
+                            Vec::new()
+                        } else {
+                            std::slice::from_raw_parts(item.dims, rank).to_vec()
+                        }
+                    }));
+                }
                 TF_DeleteShapeAndTypeList(outputs);
             }
         }
-        status.check()
+        status.check()?;
+        Ok(inferred)
     }
 
     /// Runs the op. `outputs` gives room for the outputs; returns how many TF produced.
