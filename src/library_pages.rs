@@ -19,9 +19,7 @@
 /// main thread; returns at once.
 #[cfg(target_os = "linux")]
 pub fn release_in_background() {
-    // SAFETY: plain system calls without arguments.
-    let on_main_thread = unsafe { libc::gettid() == libc::getpid() };
-    if !on_main_thread {
+    if !crate::js::is_process_main_thread() {
         return;
     }
     // A thread that cannot start only means the kernel unmaps the pages at the end, as before.

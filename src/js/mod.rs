@@ -481,10 +481,27 @@ pub struct Deferred(sys::napi_deferred);
 // on the JS thread alone (`resolve_undefined` takes a `Js`).
 unsafe impl Send for Deferred {}
 
+/// What becomes of an env's data after its cleanup hook ran `EnvData::shut_down`.
+pub enum Teardown {
+    Drop,
+    /// Left to the process's end, which is under way.
+    Leave,
+}
+
 /// State kept per env (each worker thread has its own), torn down by the env's cleanup hook.
 pub trait EnvData: 'static {
     /// Runs once while the env can still use N-API, before its references are freed.
-    fn shut_down(&mut self);
+    fn shut_down(&mut self) -> Teardown;
+}
+
+/// Whether the calling thread is the process's main thread: there, an env's JS thread is the
+/// main env's, which ends only as the process does. Linux only (`false` elsewhere).
+pub fn is_process_main_thread() -> bool {
+    #[cfg(target_os = "linux")]
+    // SAFETY: plain system calls without arguments.
+    return unsafe { libc::gettid() == libc::getpid() };
+    #[cfg(not(target_os = "linux"))]
+    false
 }
 
 struct EnvSlot<T> {
@@ -552,10 +569,13 @@ impl Js {
 unsafe extern "C" fn shut_down_slot<T: EnvData>(arg: *mut c_void) {
     // SAFETY: arg is the EnvSlot<T> registered in env_data; the hook runs once.
     let mut slot = unsafe { Box::from_raw(arg.cast::<EnvSlot<T>>()) };
-    slot.data.shut_down();
+    let teardown = slot.data.shut_down();
     // SAFETY: the env is still alive during its cleanup hooks; clearing the pointer keeps any
     // later lookup from seeing freed memory.
     unsafe { sys::napi_set_instance_data(slot.env, ptr::null_mut(), None, ptr::null_mut()) };
+    if let Teardown::Leave = teardown {
+        std::mem::forget(slot);
+    }
 }
 
 impl TypedArrayView {
