@@ -1,7 +1,7 @@
 //! A model's first call with TF working behind its JS. The first call of a model runs every op
 //! eagerly, and TF's first run of an op (kernel, oneDNN's set-up of it) is its slowest: in
-//! blazeface's first predict TF took about as long as the call's JS. So while a call that runs
-//! only tfjs's own JS has its first call recorded (js/graphs/call_graphs.js), each op whose
+//! blazeface's first predict TF took about as long as the call's JS. So while a GraphModel's
+//! first call is recorded (js/graphs/call_graphs.js, `runPipelined`), each op whose
 //! outputs' dtypes and shapes TF knows before it runs (its shape function, on its inputs'
 //! shapes and small integer values), and which cannot fail on values, becomes an executor job
 //! that runs it eagerly: JS gets its outputs' ids and shapes at once and goes on to the next op
@@ -15,7 +15,7 @@
 
 use std::collections::HashSet;
 use std::ffi::CString;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, Weak};
 
 use super::deferred::settle;
 use super::eager;
@@ -23,10 +23,13 @@ use super::io;
 use super::runtime::{OpCall, Runtime};
 use crate::error::{Error, Result};
 use crate::executor::{Input, Job, Work};
+use crate::op_plan::attrs::{self, OwnedAttr};
 use crate::op_plan::PreparedOp;
 use crate::tensor_spec::{is_small_integer_tensor, TensorSpec};
 use crate::tf::context::SharedContext;
 use crate::tf::dtype::DTYPES;
+use crate::tf::handle::TensorHandle;
+use crate::tf::status::Status;
 
 /// Ops on more input elements than this run at once. TF spreads such an op over its intra-op
 /// threads, which spin between tasks (Eigen's thread pool) and then took the cores from the
@@ -38,36 +41,49 @@ const MAX_INPUT_ELEMENTS: u64 = 1 << 18;
 #[derive(Default)]
 pub(super) struct Pipeline {
     active: bool,
-    /// The jobs queued since the call began, with their prepared ops; its end waits for them.
-    jobs: Vec<(u32, Arc<Job>)>,
+    /// The jobs queued since the call began, which its end waits for: weakly, so that a job's
+    /// outputs go when their tensors do, as eager ones would (a job that is gone has run).
+    jobs: Vec<Weak<Job>>,
+    /// The prepared ops of the jobs that failed, as the jobs report them.
+    failed: Arc<Mutex<Vec<u32>>>,
     /// Prepared ops whose job failed: they run at once from then on, where eager TF reports
     /// their errors (or a result of another shape than TF inferred) at the op.
     refused: HashSet<u32>,
+
     /// Ops queued so, over the env's life (`stats().pipelinedOps`).
     pub(super) ops_queued: u64,
 }
 
 impl Runtime {
     /// Starts queueing the ops of a call as executor jobs (see the module's comment); false,
-    /// and nothing queued, without an executor or inside a device scope.
+    /// and nothing queued, without an executor, inside a device scope, or inside a pipelined
+    /// call (whose end stays the one that waits).
     pub fn begin_pipelined_call(&mut self) -> bool {
-        let possible =
-            self.executor.enabled && self.context.device_scope().is_none() && !self.pipeline.active;
-        self.pipeline.active = possible;
-        possible
+        if self.pipeline.active || !self.executor.enabled || self.context.device_scope().is_some() {
+            return false;
+        }
+        self.pipeline.active = true;
+        true
     }
 
     /// Stops queueing and waits for the jobs the call queued; returns whether one failed.
     pub fn end_pipelined_call(&mut self) -> bool {
-        self.pipeline.active = false;
-        let mut failed = false;
-        for (plan, job) in std::mem::take(&mut self.pipeline.jobs) {
-            if job.wait(&self.status).is_err() {
-                self.pipeline.refused.insert(plan);
-                failed = true;
+        let pipeline = &mut self.pipeline;
+        pipeline.active = false;
+        for job in std::mem::take(&mut pipeline.jobs) {
+            if let Some(job) = job.upgrade() {
+                // Its error, if any, is in `failed` by the time it is done.
+                let _ = job.wait(&self.status);
             }
         }
-        failed
+        let failed: Vec<u32> = pipeline
+            .failed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .drain(..)
+            .collect();
+        pipeline.refused.extend(&failed);
+        !failed.is_empty()
     }
 }
 
@@ -107,9 +123,18 @@ pub(super) fn queue(state: &mut Runtime, call: &OpCall, io: &mut [f64]) -> Resul
         .iter()
         .map(|&id| state.tensors.job_input(id, &state.status))
         .collect::<Result<Vec<_>>>()?;
-    let work = eager_work(state.context.shared(), prepared, inputs, specs.clone());
-    let job = state.executor.submit(work)?;
-    state.pipeline.jobs.push((call.plan, job.clone()));
+    let queued = QueuedOp {
+        context: state.context.shared(),
+        name: prepared.name.clone(),
+        attrs: prepared.attrs.clone(),
+        uses_generated_gemm: prepared.uses_generated_gemm,
+        inputs,
+        specs: specs.clone(),
+        plan: call.plan,
+        failures: state.pipeline.failed.clone(),
+    };
+    let job = state.executor.submit(queued.into_work())?;
+    state.pipeline.jobs.push(Arc::downgrade(&job));
     state.pipeline.ops_queued += 1;
     Ok(Some(io::write_pending_outputs(
         &mut state.tensors,
@@ -154,7 +179,7 @@ fn inferred_outputs(
     let mut checked_out = ops.take(context, &prepared.name, status)?;
     let op = &mut checked_out.op;
     let inferred = (|| {
-        crate::op_plan::attrs::apply(op, &prepared.attrs, status)?;
+        attrs::apply(op, &prepared.attrs, status)?;
         // Eager TF infers these from the inputs, which inference does not add.
         for attr in &prepared.signature.def().attrs {
             if attr.kind != "type"
@@ -196,46 +221,59 @@ fn inferred_outputs(
     Ok(specs)
 }
 
-/// The job that runs `prepared` eagerly on `inputs` and checks that its outputs are `specs`.
-fn eager_work(
+/// An op queued as a job: what it runs on, what it must give, and where it reports failing.
+struct QueuedOp {
     context: SharedContext,
-    prepared: &PreparedOp,
+    name: CString,
+    attrs: Vec<OwnedAttr>,
+    uses_generated_gemm: bool,
     inputs: Vec<Input>,
     specs: Vec<TensorSpec>,
-) -> Work {
-    let name = prepared.name.clone();
-    let attrs = prepared.attrs.clone();
-    let uses_generated_gemm = prepared.uses_generated_gemm;
-    Work::new(move |status| {
-        let inputs = Input::resolve_all(&inputs, status)?;
+    /// Its prepared op, which it adds to `failures` when it fails.
+    plan: u32,
+    failures: Arc<Mutex<Vec<u32>>>,
+}
+
+impl QueuedOp {
+    fn into_work(self) -> Work {
+        Work::new(move |status| {
+            let ran = self.run(status);
+            if ran.is_err() {
+                let mut failures = self.failures.lock().unwrap_or_else(|p| p.into_inner());
+                failures.push(self.plan);
+            }
+            ran
+        })
+    }
+
+    /// Runs the op eagerly and checks that its outputs are `specs`.
+    fn run(&self, status: &Status) -> Result<Vec<TensorHandle>> {
+        let inputs = Input::resolve_all(&self.inputs, status)?;
         let outputs = eager::run_detached(
-            context,
-            &name,
-            &attrs,
+            self.context,
+            &self.name,
+            &self.attrs,
             &inputs,
-            specs.len(),
-            uses_generated_gemm,
+            self.specs.len(),
+            self.uses_generated_gemm,
             status,
         )?;
-        for (output, spec) in outputs.iter().zip(&specs) {
+        let label = self.name.to_string_lossy();
+        if outputs.len() != self.specs.len() {
+            return Err(Error::Invalid(format!(
+                "{label}: TF made {} outputs, not {}",
+                outputs.len(),
+                self.specs.len()
+            )));
+        }
+        for (output, spec) in outputs.iter().zip(&self.specs) {
             let computed = TensorSpec::of(output, status)?;
             if &computed != spec {
                 return Err(Error::Invalid(format!(
-                    "{}: TF computed a {:?} output where its shape function gave {:?}",
-                    name.to_string_lossy(),
-                    computed,
-                    spec
+                    "{label}: TF computed a {computed:?} output where its shape function gave {spec:?}"
                 )));
             }
         }
-        if outputs.len() != specs.len() {
-            return Err(Error::Invalid(format!(
-                "{}: TF made {} outputs, not {}",
-                name.to_string_lossy(),
-                outputs.len(),
-                specs.len()
-            )));
-        }
         Ok(outputs)
-    })
+    }
 }
