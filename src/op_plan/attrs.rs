@@ -35,6 +35,16 @@ pub struct OwnedAttr {
     pub value: AttrValue,
 }
 
+/// The value of attr `name` among `attrs`: the last one given, as TF keeps the last one set.
+pub fn given(attrs: &[OwnedAttr], name: impl AsRef<[u8]>) -> Option<&AttrValue> {
+    let name = name.as_ref();
+    attrs
+        .iter()
+        .rev()
+        .find(|a| a.name.to_bytes() == name)
+        .map(|a| &a.value)
+}
+
 pub fn apply(op: &mut Op, attrs: &[OwnedAttr], status: &Status) -> Result<()> {
     for OwnedAttr { name, value } in attrs {
         let name: &CStr = name;

@@ -42,37 +42,21 @@ impl PreparedOp {
         })
     }
 
-    /// The value of attr `name` as given.
-    fn given(&self, name: &str) -> Option<&AttrValue> {
-        self.attrs
-            .iter()
-            .rev()
-            .find(|a| a.name.to_bytes() == name.as_bytes())
-            .map(|a| &a.value)
-    }
-
     /// The dtype (a `DTYPES` row) of type attr `name`: as given, or as eager TF infers it from
-    /// the first input of that type (only inputs before the first list count, as in
-    /// `validate`). `None` when neither says.
+    /// an input (`Signature::inferred_types`). `None` when neither says.
     pub fn type_attr(&self, name: &str, input_dtypes: &[usize]) -> Option<usize> {
-        if let Some(value) = self.given(name) {
+        if let Some(value) = attrs::given(&self.attrs, name) {
             let AttrValue::Type(dtype) = value else {
                 return None;
             };
             return index_of_tf_code(*dtype as i32);
         }
-        let def = self.signature.def();
-        let mut at = 0;
-        for (arg, &(length, is_list)) in def.inputs.iter().zip(self.signature.input_args()) {
-            if is_list {
-                return None;
-            }
-            if arg.type_attr == name {
-                return input_dtypes.get(at).copied();
-            }
-            at += length;
-        }
-        None
+        let (_, input) = self
+            .signature
+            .inferred_types()
+            .iter()
+            .find(|(attr, _)| attr.to_bytes() == name.as_bytes())?;
+        input_dtypes.get(*input).copied()
     }
 
     /// Each output's dtype (a `DTYPES` row) on inputs of `input_dtypes`, from the op's definition
@@ -81,7 +65,8 @@ impl PreparedOp {
         let mut dtypes = Vec::with_capacity(self.signature.output_count());
         for arg in &self.signature.def().outputs {
             if !arg.type_list_attr.is_empty() {
-                let AttrValue::TypeList(types) = self.given(&arg.type_list_attr)? else {
+                let AttrValue::TypeList(types) = attrs::given(&self.attrs, &arg.type_list_attr)?
+                else {
                     return None;
                 };
                 for &dtype in types {
@@ -97,7 +82,7 @@ impl PreparedOp {
             let count = if arg.number_attr.is_empty() {
                 1
             } else {
-                let AttrValue::Int(count) = self.given(&arg.number_attr)? else {
+                let AttrValue::Int(count) = attrs::given(&self.attrs, &arg.number_attr)? else {
                     return None;
                 };
                 usize::try_from(*count).ok()?

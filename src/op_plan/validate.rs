@@ -4,6 +4,7 @@
 //! (and once per `executeOp` call, which reads its attrs anyway); what is left per call is one
 //! input count and, for a few ops, input ranks.
 
+use std::ffi::CString;
 use std::rc::Rc;
 
 use crate::error::{Error, Result};
@@ -11,7 +12,7 @@ use crate::tf::handle::TensorHandle;
 use crate::tf::op_def::{ArgDef, AttrDef, AttrDefault, OpDef};
 use crate::tf::status::Status;
 
-use super::attrs::{AttrValue, OwnedAttr};
+use super::attrs::{given, AttrValue, OwnedAttr};
 
 const STAGED: &str = "blocks until another op stages data";
 const WORD2VEC: &str = "was taken out of TF's ops (GraphDef version 19) and crashes on some inputs";
@@ -224,6 +225,11 @@ pub struct OpChecks {
     rules: &'static [KernelRule],
     /// Attrs without a default that TF does not infer from the inputs.
     required: Vec<usize>,
+    /// The type attrs eager TF infers when they are not given, each with the input it takes
+    /// the dtype of: a single-tensor input before the first list (TF stops inferring at a list
+    /// input, as it cannot tell where a list added tensor by tensor ends). Before that list
+    /// every input argument is one tensor, so an argument's index is its input's.
+    inferred_types: Vec<(CString, usize)>,
 }
 
 impl OpChecks {
@@ -236,9 +242,25 @@ impl OpChecks {
             .iter()
             .find(|(op, _)| *op == def.name)
             .map_or(&[][..], |(_, rules)| rules);
+        let inferred_types: Vec<(CString, usize)> = def
+            .attrs
+            .iter()
+            .filter(|attr| attr.kind == "type")
+            .filter_map(|attr| {
+                let input = def
+                    .inputs
+                    .iter()
+                    .take_while(|arg| !arg.is_list())
+                    .position(|arg| arg.type_attr == attr.name)?;
+                Some((CString::new(attr.name.as_str()).ok()?, input))
+            })
+            .collect();
         let required = (0..def.attrs.len())
             .filter(|&i| {
-                def.attrs[i].default.is_none() && !inferred_from_inputs(&def, &def.attrs[i].name)
+                def.attrs[i].default.is_none()
+                    && !inferred_types
+                        .iter()
+                        .any(|(name, _)| name.to_bytes() == def.attrs[i].name.as_bytes())
             })
             .collect();
         OpChecks {
@@ -246,6 +268,7 @@ impl OpChecks {
             refused,
             rules,
             required,
+            inferred_types,
         }
     }
 }
@@ -276,13 +299,7 @@ pub fn signature(checks: Rc<OpChecks>, attrs: &[OwnedAttr]) -> Result<Signature>
         )));
     }
     let def = &checks.def;
-    let given = |name: &str| {
-        attrs
-            .iter()
-            .rev()
-            .find(|a| a.name.to_bytes() == name.as_bytes())
-            .map(|a| &a.value)
-    };
+    let given = |name: &str| given(attrs, name);
     for attr in attrs {
         if let Some(declared) = def.attr(attr.name.to_bytes()) {
             check_value(declared, &attr.value)?;
@@ -330,6 +347,11 @@ impl Signature {
     /// The op's definition.
     pub fn def(&self) -> &OpDef {
         &self.checks.def
+    }
+
+    /// The type attrs eager TF infers from an input when they are not given: name and input.
+    pub fn inferred_types(&self) -> &[(CString, usize)] {
+        &self.checks.inferred_types
     }
 
     /// The input arguments: `(flat inputs taken, is a list)` each, in the definition's order.
@@ -432,16 +454,6 @@ impl Signature {
     pub fn wants_shape_function(&self) -> bool {
         self.checks.rules.iter().any(|r| matches!(r, ShapeFunction))
     }
-}
-
-/// Whether eager TF infers attr `name` from the inputs when it is not given: the dtype of a
-/// single-tensor input. TF stops inferring at the first list input (it cannot tell where a
-/// list added tensor by tensor ends), so only inputs before it count.
-fn inferred_from_inputs(def: &OpDef, name: &str) -> bool {
-    def.inputs
-        .iter()
-        .take_while(|arg| !arg.is_list())
-        .any(|arg| arg.type_attr == name)
 }
 
 /// How many tensors input `arg` takes.

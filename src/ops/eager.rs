@@ -64,10 +64,15 @@ pub(super) fn run_handles<'h>(
             op.check_shapes(&shapes, status)
                 .map_err(|e| e.context(label))?;
         }
-        let _blocked = AsyncSignalsBlocked::when(prepared.uses_generated_gemm);
-        let _timing = Timing::begin(SpanKind::EagerOp, || (label.to_owned(), label.to_owned()));
-        op.execute(outputs, room as usize, status)
-            .map_err(|e| e.context(label))
+        execute(
+            op,
+            label,
+            prepared.uses_generated_gemm,
+            outputs,
+            room as usize,
+            status,
+        )
+        .map_err(|e| e.context(label))
     })();
     ops.give_back(name, checked_out, status);
     ran
@@ -111,11 +116,31 @@ pub(super) fn run_detached(
         for input in inputs {
             op.add_input(input, status)?;
         }
-        let _blocked = AsyncSignalsBlocked::when(uses_generated_gemm);
-        let _timing = Timing::begin(SpanKind::EagerOp, || (label.to_owned(), label.to_owned()));
         let mut outputs = Vec::with_capacity(room);
-        op.execute(&mut outputs, room, status)?;
+        execute(
+            &mut op,
+            label,
+            uses_generated_gemm,
+            &mut outputs,
+            room,
+            status,
+        )?;
         Ok(outputs)
     })();
     ran.map_err(|e: Error| e.context(label))
+}
+
+/// Executes `op`, its attrs and inputs set, under the op's trace span; asynchronous signals stay
+/// blocked while an op that may run oneDNN's generated GEMM kernels runs (`crate::tf::signals`).
+fn execute(
+    op: &mut Op,
+    label: &str,
+    uses_generated_gemm: bool,
+    outputs: &mut Vec<TensorHandle>,
+    room: usize,
+    status: &Status,
+) -> Result<()> {
+    let _blocked = AsyncSignalsBlocked::when(uses_generated_gemm);
+    let _timing = Timing::begin(SpanKind::EagerOp, || (label.to_owned(), label.to_owned()));
+    op.execute(outputs, room, status)
 }

@@ -181,20 +181,11 @@ fn inferred_outputs(
     let inferred = (|| {
         attrs::apply(op, &prepared.attrs, status)?;
         // Eager TF infers these from the inputs, which inference does not add.
-        for attr in &prepared.signature.def().attrs {
-            if attr.kind != "type"
-                || prepared
-                    .attrs
-                    .iter()
-                    .any(|a| a.name.to_bytes() == attr.name.as_bytes())
-            {
-                continue;
-            }
-            if let (Some(dtype), Ok(name)) = (
-                prepared.type_attr(&attr.name, &input_dtypes),
-                CString::new(attr.name.as_str()),
-            ) {
-                op.set_type(&name, DTYPES[dtype].tf);
+        for (name, input) in prepared.signature.inferred_types() {
+            if attrs::given(&prepared.attrs, name.to_bytes()).is_none() {
+                if let Some(&dtype) = input_dtypes.get(*input) {
+                    op.set_type(name, DTYPES[dtype].tf);
+                }
             }
         }
         let constants: Vec<_> = constants.iter().map(Option::as_ref).collect();
