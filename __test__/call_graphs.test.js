@@ -201,6 +201,60 @@ test('a convolution, its inference batch norm and its ReLU are one fused node in
   assert.ok(graphs >= 1, 'compiled');
   assert.strictEqual(fusedNodes, 3 * graphs, 'three fused convolutions per graph');
 });
+test('a convolution then an Activation layer\'s ReLU is one node in graphs, predicting and ' +
+     'training, as eager and cpu', async () => {
+  // graphs::fusions (fuse_conv_relu): a Conv2D layer adds its bias in the conv's op (the
+  // package's FewChannelConv2D for one input channel, TF's _FusedConv2D for 20), and the Relu of
+  // the Activation layer after it becomes the op's own ReLU; in training, the ReLU's gradient
+  // takes the fused op's output.
+  const build = () => {
+    const m = tf.sequential();
+    m.add(tf.layers.conv2d({filters: 20, kernelSize: 3, inputShape: [10, 10, 1],
+                            kernelInitializer: init(21), biasInitializer: 'ones'}));
+    m.add(tf.layers.activation({activation: 'relu'}));
+    m.add(tf.layers.conv2d({filters: 16, kernelSize: 3, kernelInitializer: init(22),
+                            biasInitializer: tf.initializers.constant({value: -0.2})}));
+    m.add(tf.layers.activation({activation: 'relu'}));
+    m.add(tf.layers.flatten());
+    m.add(tf.layers.dense({units: 3, kernelInitializer: init(23), activation: 'softmax'}));
+    return m;
+  };
+  const n = 8;
+  const data = () => [
+    tf.tensor4d(Array.from({length: n * 100}, (_, i) => Math.sin(i * 0.37)), [n, 10, 10, 1]),
+    tf.oneHot(tf.tensor1d(Array.from({length: n}, (_, i) => i % 3), 'int32'), 3),
+  ];
+  const fused = () => binding.stats().fusedNodes;
+  let counts = null;
+  const run = async () => {
+    const m = build();
+    const [x, y] = data();
+    const before = fused();
+    const out = [];
+    for (let i = 0; i < 3; i++) {
+      const p = m.predict(x);
+      out.push(...p.dataSync());
+      p.dispose();
+    }
+    const predicted = fused() - before;
+    m.compile({optimizer: tf.train.sgd(0.1), loss: 'categoricalCrossentropy'});
+    const h = await m.fit(x, y, {epochs: 4, batchSize: n, shuffle: false, verbose: 0});
+    if (tf.getBackend() === 'tensorflow' && tf.env().getBool(FLAG)) {
+      counts ??= [predicted, fused() - before - predicted];
+    }
+    out.push(...h.history.loss, ...m.getWeights().flatMap((w) => Array.from(w.dataSync())));
+    m.dispose();
+    tf.dispose([x, y]);
+    return out;
+  };
+  await graphsAsEagerAndCpu(run);
+  const [predictFused, fitFused] = counts;
+  assert.ok(predictFused >= 2, `the predict graph's two convolutions took their ReLUs: ${predictFused}`);
+  // The two convolutions with their ReLUs, and the training step's other fused nodes (4 when
+  // the ReLUs are not fused: column sums of the bias gradients, element-wise chains).
+  assert.ok(fitFused >= 6, `the training graph's fused nodes: ${fitFused}`);
+});
+
 test('a training step fuses convolution, bias and relu, relu gradients and column sums', async () => {
   // graphs::fusions in a training step: the second convolution (16 input channels), its bias and
   // relu as one _FusedConv2D, whose relu gradient (tfjs's step: Sign, then Relu) takes its

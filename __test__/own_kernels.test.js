@@ -36,8 +36,9 @@ async function onCpu(fn) {
 function close(actual, expected, eps = 1e-5) {
   assert.equal(actual.length, expected.length, 'length');
   for (let i = 0; i < expected.length; i++) {
-    assert.ok(Math.abs(actual[i] - expected[i]) <= eps * Math.max(1, Math.abs(expected[i])),
-              `[${i}] ${actual[i]} != ${expected[i]}`);
+    const same = Number.isNaN(expected[i]) ? Number.isNaN(actual[i]) :
+        Math.abs(actual[i] - expected[i]) <= eps * Math.max(1, Math.abs(expected[i]));
+    assert.ok(same, `[${i}] ${actual[i]} != ${expected[i]}`);
   }
 }
 
@@ -80,6 +81,11 @@ const convCases = [
   {x: [1, 6, 11, 2], f: [2, 3, 2, 3], pad: 'same'},
   {x: [2, 5, 6, 4], f: [5, 1, 4, 5], pad: [[0, 0], [2, 1], [0, 2], [0, 0]]},
   {x: [1, 3, 4, 3], f: [1, 1, 3, 1], pad: 'valid'},
+  // One channel by many filters (an MNIST convnet's first layer): groups of 16 filters, one
+  // filled up (20), and a group of 8 filled up (5).
+  {x: [2, 9, 11, 1], f: [3, 3, 1, 32], pad: 'valid'},
+  {x: [3, 8, 8, 1], f: [3, 3, 1, 20], pad: 'same'},
+  {x: [1, 5, 7, 1], f: [2, 2, 1, 5], pad: 'valid'},
 ];
 
 test('convs of few channels match the cpu backend, on the package kernel', async () => {
@@ -94,6 +100,35 @@ test('convs of few channels match the cpu backend, on the package kernel', async
     });
     close(actual, expected);
     assert.equal(calls[CONV], 1, `${JSON.stringify(c)} ran on ${CONV}`);
+  }
+});
+
+test('fused convs add their bias and ReLU in the package kernel, as the cpu backend does', async () => {
+  const cases = [
+    {x: [2, 9, 11, 1], f: [3, 3, 1, 32], pad: 'valid', activation: 'relu'},
+    {x: [3, 8, 8, 1], f: [3, 3, 1, 20], pad: 'same', activation: 'linear'},
+    {x: [2, 7, 9, 1], f: [3, 3, 1, 1], pad: 'same', activation: 'relu'},
+    {x: [1, 9, 13, 3], f: [3, 3, 3, 8], pad: 'valid', activation: 'relu'},
+    // Larger than 64x64 output pixels: on the kernel with a ReLU only (TF's Conv2D is faster
+    // alone there).
+    {x: [1, 70, 70, 1], f: [3, 3, 1, 16], pad: 'same', activation: 'relu', own: 1},
+    {x: [1, 70, 70, 1], f: [3, 3, 1, 16], pad: 'same', activation: 'linear', own: 0},
+  ];
+  for (const [k, c] of cases.entries()) {
+    const xv = values(c.x.reduce((a, b) => a * b), k + 7);
+    // A NaN goes through the sums it takes part in, and the ReLU keeps it, as TF's does.
+    xv[5] = NaN;
+    const fv = values(c.f.reduce((a, b) => a * b), k + 60);
+    const bv = values(c.f[3], k + 90);
+    const conv = () => tf.fused.conv2d({
+      x: tf.tensor(xv, c.x), filter: tf.tensor(fv, c.f), bias: tf.tensor(bv, [c.f[3]]),
+      strides: 1, pad: c.pad, activation: c.activation,
+    });
+    const expected = await onCpu(conv);
+    assert.ok(expected.some(Number.isNaN) && expected.some((v) => v === 0) ===
+              (c.activation === 'relu'), 'the case has NaNs, and zeros from the ReLU');
+    const calls = ownOpCalls(() => close(conv().dataSync(), expected));
+    assert.equal(calls[CONV], c.own === undefined ? 1 : c.own, JSON.stringify(c));
   }
 });
 
@@ -143,17 +178,13 @@ test('max pools ignore NaNs, as tfjs does', () => {
   assert.deepEqual(Array.from(tf.maxPool(allNaN, 2, 2, 'valid').dataSync()), [-Infinity]);
 });
 
-test('a model of one-channel convs and pools runs its repeated predicts as one graph', async () => {
-  const layers = () => [
-    tf.layers.conv2d({inputShape: [12, 12, 1], filters: 1, kernelSize: 3, activation: 'relu'}),
-    tf.layers.conv2d({filters: 1, kernelSize: 3, padding: 'same', activation: 'relu'}),
-    tf.layers.maxPooling2d({poolSize: 2}),
-    tf.layers.conv2d({filters: 1, kernelSize: 2, padding: 'same'}),
-    tf.layers.conv2d({filters: 1, kernelSize: 3, padding: 'same', activation: 'relu'}),
-    tf.layers.flatten(),
-  ];
+/**
+ * A model of `layers()` predicting 4 [12, 12, 1] images 4 times (`predict(model, x)` runs one
+ * call): each gives the cpu backend's values, and the later ones run as graphs.
+ */
+async function predictsAsCpuInGraphs(layers, seed, predict = (model, x) => model.predict(x)) {
   const model = tf.sequential({layers: layers()});
-  const xv = values(4 * 144, 11);
+  const xv = values(4 * 144, seed);
   const weights = model.getWeights().map((w) => ({shape: w.shape, data: w.dataSync()}));
   const expected = await onCpu(() => {
     const m = tf.sequential({layers: layers()});
@@ -165,7 +196,7 @@ test('a model of one-channel convs and pools runs its repeated predicts as one g
   const graphRuns = () => binding.stats().graphRuns + tf.node.callGraphStats().replays;
   const before = graphRuns();
   for (let i = 0; i < 4; i++) {
-    const y = model.predict(x);
+    const y = predict(model, x);
     close(y.dataSync(), expected);
     y.dispose();
   }
@@ -174,6 +205,33 @@ test('a model of one-channel convs and pools runs its repeated predicts as one g
   }
   x.dispose();
   model.dispose();
+}
+
+test('a model of one-channel convs and pools runs its repeated predicts as one graph', async () => {
+  await predictsAsCpuInGraphs(() => [
+    tf.layers.conv2d({inputShape: [12, 12, 1], filters: 1, kernelSize: 3, activation: 'relu'}),
+    tf.layers.conv2d({filters: 1, kernelSize: 3, padding: 'same', activation: 'relu'}),
+    tf.layers.maxPooling2d({poolSize: 2}),
+    tf.layers.conv2d({filters: 1, kernelSize: 2, padding: 'same'}),
+    tf.layers.conv2d({filters: 1, kernelSize: 3, padding: 'same', activation: 'relu'}),
+    tf.layers.flatten(),
+  ], 11);
+});
+
+test('a one-channel convnet with many filters gives the cpu backend\'s values from its graphs', async () => {
+  let first = true;
+  await predictsAsCpuInGraphs(() => [
+    tf.layers.conv2d({inputShape: [12, 12, 1], filters: 20, kernelSize: 3, activation: 'relu'}),
+    tf.layers.maxPooling2d({poolSize: 2}),
+    tf.layers.flatten(),
+    tf.layers.dense({units: 3}),
+  ], 13, (model, x) => {
+    let y;
+    const calls = ownOpCalls(() => { y = model.predict(x); });
+    if (first) assert.equal(calls[CONV], 1, 'the first predict ran its conv on the kernel');
+    first = false;
+    return y;
+  });
 });
 
 test('a convnet on RGB images of many widths gives the values of the cpu backend from its graphs', async () => {
@@ -245,6 +303,14 @@ test('bad input to the kernels is a JS error, not a crash', () => {
     [() => binding.executeOp(CONV, [{name: 'pads', type: 'int', value: [0, 0]}],
                              [T([1, 4, 4, 1], 16), T([3, 3, 1, 1], 9)], 1),
      /must hold 4 values/],
+    [() => binding.executeOp(CONV, [{name: 'pads', type: 'int', value: [0, 0, 0, 0]},
+                                    {name: 'biases', type: 'int', value: 1}],
+                             [T([1, 4, 4, 1], 16), T([3, 3, 1, 2], 18), T([3], 3)], 1),
+     /bias must be \[2\] \(one per filter\)/],
+    [() => binding.executeOp(CONV, [{name: 'pads', type: 'int', value: [0, 0, 0, 0]},
+                                    {name: 'biases', type: 'int', value: 2}],
+                             [T([1, 4, 4, 1], 16), T([3, 3, 1, 1], 9), T([1], 1), T([1], 1)], 1),
+     /biases must be 0 or 1/],
     [() => binding.executeOp(POOL, [{name: 'ksize', type: 'int', value: [0, 2]},
                                     {name: 'strides', type: 'int', value: [1, 1]},
                                     {name: 'pads', type: 'int', value: [0, 0, 0, 0]}],

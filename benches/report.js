@@ -206,16 +206,26 @@ function targets(results) {
     const suite = results.models.filter((r) => !r.workload);
     const workloads = results.models.filter((r) => r.workload);
     // Each row of `rows` whose ratio against `peer` is below `goal` (or missing).
-    const atLeast = (name, rows, peer, goal) => {
+    // `explain(row)`: what the detail adds after a short row.
+    const atLeast = (name, rows, peer, goal, explain = () => '') => {
       if (!has(peer) || !rows.length) return;
       const measured = rows.filter((r) => r.ratios[peer] != null);
       const short = rows.filter((r) => !(r.ratios[peer] >= goal));
       add(name, `${rows.length - short.length}/${rows.length}`, `≥ ${f2(goal)}× ${peer} on each`,
           short.length === 0,
-          short.map((r) => `${r.model} ${r.method} ${below(r.ratios[peer], goal)}`).join(', ') +
-          (measured.length < rows.length ? ' (— : not measured)' : ''));
+          short.map((r) => `${r.model} ${r.method} ${below(r.ratios[peer], goal)}${explain(r)}`)
+              .join(', ') + (measured.length < rows.length ? ' (— : not measured)' : ''));
     };
-    atLeast('every suite model, predict and fit, vs tfjs-node', suite, 'tfjs-node', 2);
+    // A compute-bound row short of twice tfjs-node, against the machine's ceiling (the bare
+    // graphs' table).
+    const ceiling = (r) => {
+      const row = results.tfGraph && results.tfGraph[r.model];
+      const roof = row && roofline(row, r.method, P, results.fmaPeak && results.fmaPeak.gflops);
+      return roof && roof.twiceNodeOfPeak != null ?
+        ` (twice tfjs-node takes ${percent(roof.twiceNodeOfPeak)} of the FMA peak; ` +
+        `${percent(roof.ofPeak)} now)` : '';
+    };
+    atLeast('every suite model, predict and fit, vs tfjs-node', suite, 'tfjs-node', 2, ceiling);
     // wasm has no Conv2DBackpropFilter kernel: the convolutional fits cannot run there.
     atLeast('every suite model, predict and fit, vs wasm',
             suite.filter((r) => !notRegistered(r.results.wasm)), 'wasm', 1.5);
@@ -683,22 +693,51 @@ function firstResultTables(results) {
   }
   const graph = results.tfGraph;
   if (graph) {
+    const peak = results.fmaPeak && results.fmaPeak.gflops;
     const rows = Object.entries(graph).flatMap(([model, row]) => ['predict', 'fit'].map((m) => {
       const ms = (b) => row[b] && row[b][`${m}Ms`];
+      const roof = roofline(row, m, P, peak);
       return [model, m, fmtMs(ms(P)), fmtMs(ms('tfjs-node')), fmtMs(ms('tfGraph')),
-              fmtR(ratio(ms('tfjs-node'), ms(P))), fmtR(ratio(ms(P), ms('tfGraph')))];
+              fmtR(ratio(ms('tfjs-node'), ms(P))), fmtR(ratio(ms(P), ms('tfGraph'))),
+              roof ? f2(roof.gflop) : '—', roof ? roof.rate.toFixed(0) : '—',
+              roof && roof.ofPeak != null ? percent(roof.ofPeak) : '—',
+              roof && roof.twiceNodeOfPeak != null ? percent(roof.twiceNodeOfPeak) : '—'];
     }));
     tables.push({
       title: 'The compute-bound suite rows against the same models as bare TF graphs (forward ' +
              'pass and training step each one `tf.function` called from Python, no Keras loop: ' +
              'what this package\'s call graphs run on TF\'s kernels); ms per predict / per ' +
-             'fit epoch, medians of processes alternating',
+             'fit epoch, medians of processes alternating; GFLOP of a call as TF\'s profiler ' +
+             'counts them for the bare graph, the rate this package computes them at, that ' +
+             'rate against the machine\'s peak of float32 multiply-adds on all cores ' +
+             `(benches/c/fma_peak.c: ${peak ? `${peak.toFixed(0)} GFLOP/s` : 'not measured'}), ` +
+             'and the share of that peak a call at twice tfjs-node\'s speed would take',
       header: ['model', 'call', `${P} ms`, 'tfjs-node ms', `${BARE_GRAPH} ms`, '× tfjs-node',
-               `${P} / bare graph`],
+               `${P} / bare graph`, 'GFLOP', `${P} GFLOP/s`, 'of FMA peak',
+               '2× tfjs-node needs'],
       rows,
     });
   }
   return tables;
+}
+
+/**
+ * A compute-bound row against the machine's ceiling: the GFLOP of a `method` call, the rate of
+ * backend `P` (GFLOP/s), its share of `peak`, and the share a call at twice tfjs-node's speed
+ * would take. Null without a count.
+ */
+function roofline(row, method, P, peak) {
+  const gflop = row.gflop && row.gflop[method];
+  const ms = (b) => row[b] && row[b][`${method}Ms`];
+  if (!gflop || !ms(P)) return null;
+  const rate = gflop / (ms(P) / 1e3);
+  const twiceNode = ms('tfjs-node') ? gflop / (ms('tfjs-node') / 2e3) : null;
+  return {gflop, rate, ofPeak: peak ? rate / peak : null,
+          twiceNodeOfPeak: peak && twiceNode ? twiceNode / peak : null};
+}
+
+function percent(share) {
+  return `${Math.round(share * 100)}%`;
 }
 
 function targetRows(results) {

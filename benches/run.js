@@ -176,6 +176,22 @@ function cFloor(quick) {
   return {ns: median(runs), min: Math.min(...runs), runs};
 }
 
+/**
+ * The machine's peak rate of float32 multiply-adds over all its cores (benches/c/fma_peak.c),
+ * in GFLOP/s: the ceiling of the compute-bound rows.
+ */
+function fmaPeak() {
+  const bin = path.join(tmp, 'fma_peak');
+  const cc = spawnSync('gcc', ['-O2', '-pthread', path.join(__dirname, 'c', 'fma_peak.c'),
+                               '-o', bin], {encoding: 'utf8'});
+  if (cc.status !== 0) return {error: `gcc failed: ${cc.error || cc.stderr}`};
+  const threads = os.cpus().length;
+  const r = spawnSync(bin, [String(threads)], {encoding: 'utf8'});
+  const gflops = parseFloat(r.stdout);
+  if (r.status !== 0 || !Number.isFinite(gflops)) return {error: 'no FMA on this CPU'};
+  return {gflops, threads};
+}
+
 // ------------------------------------------------------------------ groups
 
 /**
@@ -249,6 +265,9 @@ function modelTask(opts, backend, spec) {
 function runTfGraph(opts, backends, results) {
   const runOn = ['tensorflow', 'tfjs-node', 'keras'].filter((b) => backends.includes(b));
   results.tfGraph = {};
+  results.fmaPeak = fmaPeak();
+  console.log(`  the machine's FMA peak: ${results.fmaPeak.error ||
+                                          `${results.fmaPeak.gflops} GFLOP/s`}`);
   for (const spec of MODELS.filter((m) => TF_GRAPH_MODELS.includes(m.name))) {
     const got = new Map(runOn.map((b) => [b, []]));
     for (let pass = 0; pass < (opts.quick ? 1 : opts.passes); pass++) {
@@ -266,6 +285,9 @@ function runTfGraph(opts, backends, results) {
         predictMs: median(list.map((r) => r.predictMs)), fitMs: median(list.map((r) => r.fitMs)),
       };
     }
+    // The GFLOP of each call, as TF counts them for the bare graphs.
+    const counted = got.get('keras') && got.get('keras')[0];
+    if (counted) row.gflop = {predict: counted.predictGflop, fit: counted.fitGflop};
     results.tfGraph[spec.name] = row;
     for (const method of ['predict', 'fit']) {
       const cell = (name) => (row[name] && row[name][`${method}Ms`] != null ?

@@ -11,8 +11,8 @@ worker.js's: build, compile, fit one epoch (first fit), fit `fitEpochs` epochs, 
 predict (first predict), `predictCalls` timed predicts, predict with Keras's default batch size
 of 32 as tfjs's. {kind: 'graph', ...} (the same fields) times the same model as bare TF graphs
 instead, what tfjs-node-rs's call graphs run: its forward pass and its training step each as one
-`tf.function`, called from Python with no Keras loop around them (`task_graph`). {kind: 'shapes',
-plan} is benches/shapes.js's run of inputs of many shapes on a bare TF graph (`task_shapes`).
+`tf.function`, called from Python with no Keras loop around them, and the GFLOP of each call
+(`task_graph`). {kind: 'shapes', plan} is benches/shapes.js's run of inputs of many shapes on a bare TF graph (`task_shapes`).
 """
 
 import json
@@ -213,6 +213,16 @@ def time_calls(call, calls):
     return (time.perf_counter() - t0) * 1e3 / calls
 
 
+def gflop(concrete):
+    """GFLOP of one call of a traced `tf.function`, as TF's profiler counts them from the ops'
+    registered statistics (2 per multiply-add of a MatMul or convolution, about 1 per element
+    of the rest): the work a call does, independent of any backend."""
+    options = tf.compat.v1.profiler.ProfileOptionBuilder.float_operation()
+    options["output"] = "none"
+    profile = tf.compat.v1.profiler.profile(graph=concrete.graph, options=options)
+    return profile.total_float_ops / 1e9
+
+
 def task_graph(task):
     """The model's predict (32 rows a call, as `predict`'s batches) and training step (the whole
     batch) as bare TF graphs: `tf.function`s of the Keras model's call and of a step that takes
@@ -227,7 +237,8 @@ def task_graph(task):
         for batch in batches:
             forward(batch).numpy()
 
-    out = {"model": spec["name"], "predictMs": time_calls(predict, task["predictCalls"])}
+    out = {"model": spec["name"], "predictMs": time_calls(predict, task["predictCalls"]),
+           "predictGflop": sum(gflop(forward.get_concrete_function(b)) for b in batches)}
     if spec["fit"]:
         ys = data(spec, spec["outputShapes"])
         loss_fn = keras.losses.get(snake(spec["fit"]["loss"]))
@@ -244,6 +255,7 @@ def task_graph(task):
             weights[0].numpy()
 
         out["fitMs"] = time_calls(fit, task["fitEpochs"])
+        out["fitGflop"] = gflop(step.get_concrete_function(xs, ys))
     return out
 
 

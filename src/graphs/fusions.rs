@@ -8,10 +8,10 @@
 use std::collections::HashMap;
 use std::ffi::CStr;
 
-use super::nodes::{Built, NodeOp, Ref};
+use super::nodes::{relu_fused_attr, Built, NodeOp, Ref};
 use crate::error::Result;
 use crate::kernels::elementwise::{broadcasts, ElementOp, Instruction, Program};
-use crate::op_plan::attrs::{AttrValue, OwnedAttr};
+use crate::op_plan::attrs::{self, AttrValue};
 use crate::tensor_spec::{small_integers, TensorSpec};
 use crate::tf::dtype::DTYPES;
 use crate::tf::handle::TensorHandle;
@@ -85,6 +85,7 @@ pub fn fuse(
     fuse_conv_batch_norm(steps, &mut uses);
     fuse_steps(steps, &mut uses, recorded);
     fuse_conv_bias_relu(steps, &mut uses, recorded);
+    fuse_conv_relu(steps, &mut uses);
     untile_channels(steps, &mut uses, recorded);
     fuse_column_sums(steps, &mut uses, recorded, status)?;
     fuse_elementwise(steps, fetches, &uses, recorded)?;
@@ -505,13 +506,9 @@ fn fuse_conv_bias_relu(
 ) {
     let takers = takers(steps);
     for end in 0..steps.len() {
-        let Some(relu) = &steps[end] else { continue };
-        let (Built::AsRecorded, &[Ref::Node { index, output: 0 }]) =
-            (&relu.built, &relu.inputs[..])
-        else {
+        let Some((relu, add_at)) = relu_of_output(steps, end) else {
             continue;
         };
-        let add_at = index as usize;
         let Some(Some(add)) = steps.get(add_at) else {
             continue;
         };
@@ -545,11 +542,7 @@ fn fuse_conv_bias_relu(
             || in_channels.is_none_or(|c| c < FUSED_CONV_MIN_IN_CHANNELS)
             || uses.get(&output(conv_at, 0)) != Some(&1)
             || uses.get(&output(add_at, 0)) != Some(&steps_taking.len())
-            || !steps_taking.iter().all(|&t| {
-                t == end
-                    || (t > end
-                        && matches!(&steps[t], Some(s) if matches!(s.built, Built::Step { .. })))
-            })
+            || !only_steps_after(steps, steps_taking, end)
         {
             continue;
         }
@@ -563,18 +556,85 @@ fn fuse_conv_bias_relu(
                 epsilon: 0.0,
             },
         };
-        for &t in steps_taking.iter().filter(|&&t| t != end) {
-            if let Some(step) = &mut steps[t] {
-                step.inputs = vec![output(end, 0)];
-                *uses.entry(output(end, 0)).or_insert(0) += 1;
-            }
-        }
+        take_relu_instead(steps, uses, steps_taking, end);
         uses.remove(&output(conv_at, 0));
         uses.remove(&output(add_at, 0));
         steps[conv_at] = None;
         steps[add_at] = None;
         steps[end] = Some(fused);
     }
+}
+
+/// A convolution that adds its bias in its pass (a `_FusedConv2D` of a bias, the package's
+/// FewChannelConv2D), then a Relu, is the convolution with the ReLU fused (`Built::WithRelu`):
+/// a pass over the activations fewer, where a Keras model has an Activation layer after a
+/// Conv2D layer. As in `fuse_conv_bias_relu`, steps of the convolution's output (the ReLU's
+/// gradient) take the Relu's output instead; nothing else may take the convolution's.
+fn fuse_conv_relu(steps: &mut [Option<NodeOp<'_>>], uses: &mut HashMap<Ref, usize>) {
+    let takers = takers(steps);
+    for end in 0..steps.len() {
+        let Some((relu, conv_at)) = relu_of_output(steps, end) else {
+            continue;
+        };
+        let Some(Some(conv)) = steps.get(conv_at) else {
+            continue;
+        };
+        let steps_taking = &takers[conv_at];
+        if relu.op_name() != c"Relu"
+            || !is_float(relu)
+            || conv.built != Built::AsRecorded
+            || relu_fused_attr(conv.prepared).is_none()
+            || uses.get(&output(conv_at, 0)) != Some(&steps_taking.len())
+            || !only_steps_after(steps, steps_taking, end)
+        {
+            continue;
+        }
+        let fused = NodeOp {
+            prepared: conv.prepared,
+            inputs: conv.inputs.clone(),
+            built: Built::WithRelu,
+        };
+        take_relu_instead(steps, uses, steps_taking, end);
+        uses.remove(&output(conv_at, 0));
+        steps[conv_at] = None;
+        steps[end] = Some(fused);
+    }
+}
+
+/// The step at `end`, when it is a recorded op of one input, output 0 of an earlier step, and
+/// that step's index: a Relu candidate (the caller checks the op).
+fn relu_of_output<'s, 'a>(
+    steps: &'s [Option<NodeOp<'a>>],
+    end: usize,
+) -> Option<(&'s NodeOp<'a>, usize)> {
+    let relu = steps[end].as_ref()?;
+    match (&relu.built, &relu.inputs[..]) {
+        (Built::AsRecorded, &[Ref::Node { index, output: 0 }]) => Some((relu, index as usize)),
+        _ => None,
+    }
+}
+
+/// Makes the steps of `taking` (all but the Relu at `end`) take the Relu's output.
+fn take_relu_instead(
+    steps: &mut [Option<NodeOp<'_>>],
+    uses: &mut HashMap<Ref, usize>,
+    taking: &[usize],
+    end: usize,
+) {
+    for &t in taking.iter().filter(|&&t| t != end) {
+        if let Some(step) = &mut steps[t] {
+            step.inputs = vec![output(end, 0)];
+            *uses.entry(output(end, 0)).or_insert(0) += 1;
+        }
+    }
+}
+
+/// Whether every one of `taking` but the Relu at `end` is a step (`Built::Step`) after it.
+fn only_steps_after(steps: &[Option<NodeOp<'_>>], taking: &[usize], end: usize) -> bool {
+    taking.iter().all(|&t| {
+        t == end
+            || (t > end && matches!(&steps[t], Some(s) if matches!(s.built, Built::Step { .. })))
+    })
 }
 
 /// A float Tile of a vector along the last axis (tfjs's batch norm gradient tiles its
@@ -823,11 +883,7 @@ fn prune(steps: &mut [Option<NodeOp<'_>>], fetches: &[Ref]) -> HashMap<Ref, usiz
 }
 
 fn attr<'a>(step: &'a NodeOp<'_>, name: &CStr) -> Option<&'a AttrValue> {
-    step.prepared
-        .attrs
-        .iter()
-        .find(|OwnedAttr { name: n, .. }| n.as_c_str() == name)
-        .map(|a| &a.value)
+    attrs::given(&step.prepared.attrs, name.to_bytes())
 }
 
 /// Whether the op computes floats (`T`).

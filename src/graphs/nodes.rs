@@ -6,6 +6,8 @@ use std::ffi::CStr;
 use crate::error::{Error, Result};
 use crate::kernels::column_sums::{sums_dims, ColumnSums};
 use crate::kernels::elementwise::{broadcasts, ElementOp, Elementwise, Program};
+use crate::kernels::few_channel_conv::FewChannelConv2D;
+use crate::op_plan::attrs::{AttrValue, OwnedAttr};
 use crate::op_plan::properties::takes_computed_integers;
 use crate::op_plan::{attrs, PreparedOp};
 use crate::tf::custom_op::CpuKernel;
@@ -43,6 +45,9 @@ pub enum Built {
         fused_ops: Vec<&'static str>,
         epsilon: f32,
     },
+    /// The recorded convolution, which adds a bias in its pass, with a ReLU after the bias
+    /// (`relu_fused_attr` says how).
+    WithRelu,
     /// `TfjsNodeRs>Elementwise` running a chain of element-wise ops (`kernels::elementwise`)
     /// on the inputs, the first of the outputs' `shape` (as the recording saw it).
     Elementwise { program: Program, shape: Vec<i64> },
@@ -70,13 +75,39 @@ impl<'a> NodeOp<'a> {
     /// The TF op the node is.
     pub fn op_name(&self) -> &CStr {
         match &self.built {
-            Built::AsRecorded => &self.prepared.name,
+            Built::AsRecorded | Built::WithRelu => &self.prepared.name,
             Built::Renamed(name) => name,
             Built::FusedConv2D { .. } => c"_FusedConv2D",
             Built::Elementwise { .. } => Elementwise::SPEC.name,
             Built::ColumnSums { .. } => ColumnSums::SPEC.name,
             Built::Step { .. } => Elementwise::SPEC.name,
         }
+    }
+}
+
+/// The attr that makes `prepared`, a convolution that adds a bias in its pass, apply a ReLU
+/// after it too; `None` for other ops. `_FusedConv2D` has kernels for BiasAdd then Relu
+/// (oneDNN's on the CPU, cuDNN's on a GPU) as for BiasAdd alone; the package's
+/// FewChannelConv2D has its `relu`.
+pub fn relu_fused_attr(prepared: &PreparedOp) -> Option<OwnedAttr> {
+    let given = |name: &str| attrs::given(&prepared.attrs, name);
+    let name = prepared.name.as_c_str();
+    if name == c"_FusedConv2D" {
+        let float = matches!(given("T"), Some(AttrValue::Type(t)) if *t == sys::TF_FLOAT);
+        let bias_only =
+            matches!(given("fused_ops"), Some(AttrValue::StringList(ops)) if ops == &[b"BiasAdd"]);
+        (float && bias_only).then(|| OwnedAttr {
+            name: c"fused_ops".to_owned(),
+            value: AttrValue::StringList(vec![b"BiasAdd".to_vec(), b"Relu".to_vec()]),
+        })
+    } else if name == FewChannelConv2D::SPEC.name {
+        let relu = matches!(given("relu"), Some(AttrValue::Bool(true)));
+        (!relu).then(|| OwnedAttr {
+            name: c"relu".to_owned(),
+            value: AttrValue::Bool(true),
+        })
+    } else {
+        None
     }
 }
 
@@ -241,7 +272,19 @@ fn add_node(
         node.set_float(c"epsilon", *epsilon);
     }
     // The node is finished even when an attr fails, so its description is not leaked.
-    let applied = attrs::apply_to_node(&mut node, &prepared.attrs);
+    let applied = match (&step.built, relu_fused_attr(prepared)) {
+        (Built::WithRelu, Some(relu)) => {
+            // TF refuses an attr set twice to different values.
+            let mut with_relu: Vec<OwnedAttr> = (prepared.attrs.iter())
+                .filter(|a| a.name != relu.name)
+                .cloned()
+                .collect();
+            with_relu.push(relu);
+            attrs::apply_to_node(&mut node, &with_relu)
+        }
+        (Built::WithRelu, None) => Err(Error::Invalid(format!("{} cannot apply a ReLU", label()))),
+        _ => attrs::apply_to_node(&mut node, &prepared.attrs),
+    };
     let finished = node.finish(status);
     applied?;
     finished

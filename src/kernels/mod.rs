@@ -6,7 +6,7 @@
 
 pub mod column_sums;
 pub mod elementwise;
-mod few_channel_conv;
+pub mod few_channel_conv;
 mod single_channel_pool;
 mod threads;
 

@@ -110,10 +110,11 @@ const missingOwnOps = new Set();
 const OWN_OP_ATTRS = new Map();
 
 /**
- * Runs one of the package's own ops, whose attrs are all int lists (`{name: values}`); null when
- * TF lacks the op, or on a GPU, for the caller to take TF's own ops instead.
+ * Runs one of the package's own ops with `attrValues` (`{name: value}`: an array is an int list,
+ * a number an int, a boolean a bool); null when TF lacks the op, or on a GPU, for the caller to
+ * take TF's own ops instead.
  */
-function runOwnOp(b, op, intLists, inputs) {
+function runOwnOp(b, op, attrValues, inputs) {
   if (missingOwnOps.has(op)) return null;
   // The package's own ops exist in this process only.
   if (b.portableOps()) return null;
@@ -121,8 +122,9 @@ function runOwnOp(b, op, intLists, inputs) {
   // outputs back, where its own GPU kernels take neither copy.
   if (b.isUsingGpuDevice) return null;
   const byKey = cachedAttrs(OWN_OP_ATTRS, op, () => new Map());
-  const attrs = cachedAttrs(byKey, JSON.stringify(intLists),
-                            () => Object.entries(intLists).map(([k, v]) => A.ints(k, v)));
+  const attrs = cachedAttrs(byKey, JSON.stringify(attrValues), () => Object.entries(attrValues)
+      .map(([k, v]) => (Array.isArray(v) ? A.ints(k, v) :
+                        typeof v === 'boolean' ? A.bool(k, v) : A.int(k, v))));
   try {
     return b.run1(op, attrs, inputs);
   } catch (e) {

@@ -131,16 +131,33 @@ const FEW_FILTERS = 8;
 const FEW_CHANNEL_MAX_WORK = 4e6;
 
 /**
+ * Filters up to which a conv of one input channel (an MNIST convnet's first layer) runs on the
+ * package's own kernel, on images of up to `ONE_CHANNEL_MAX_PIXELS` output pixels, or of any size
+ * when a ReLU is fused. Measured through tfjs, a call and its dispose, TF's ops against this
+ * kernel (µs, 2 runs each): [32,28,28,1] 'valid' by 32 filters 287-295 against 236-258, with
+ * bias and ReLU 635-909 (Conv2D, BiasAdd, Relu) against 240-269; by 64 filters 374-538 against
+ * 293-297; by 2 and 4 filters (TF's depthwise kernel) 348-387 against 194-211; [8,64,64,1] 'same'
+ * by 16 241-275 against 174-219; [128,28,28,1] by 32 648-663 against 587-603. On larger images
+ * TF's Conv2D is faster alone ([1,512,512,1] by 8: 623-723 against 1392-1450) but not with a
+ * ReLU after it ([1,224,224,1] by 32: 904-1165 against 408-460; [1,512,512,1] by 8: 2054-2180
+ * against 1432-1440).
+ */
+const ONE_CHANNEL_MAX_FILTERS = 64;
+const ONE_CHANNEL_MAX_PIXELS = 64 * 64;
+
+/**
  * A conv of few input channels and filters (or of one channel by one filter: 35-60 µs on
  * [32,28,28,1] * [3,3,1,1], where TF's depthwise kernel took 200-400 µs), stride and dilation
- * 1, on the package's own kernel. Null when the conv is not of that kind, or TF lacks the
- * kernel.
+ * 1, on the package's own kernel; then, in the same pass, `bias` (a [filters] vector) and a ReLU
+ * when `relu`. Null when the conv is not of that kind, or TF lacks the kernel.
  */
-function fewChannelConv(b, x, filter, info) {
+function fewChannelConv(b, x, filter, info, bias = null, relu = false) {
   const p = info.padInfo;
   const work = info.batchSize * info.outHeight * info.outWidth * info.outChannels *
       info.filterHeight * info.filterWidth * info.inChannels;
   const few = (info.inChannels === 1 && info.outChannels === 1) ||
+      (info.inChannels === 1 && info.outChannels <= ONE_CHANNEL_MAX_FILTERS &&
+       (relu || info.outHeight * info.outWidth <= ONE_CHANNEL_MAX_PIXELS)) ||
       (info.inChannels > 1 && info.inChannels <= FEW_CHANNELS && info.outChannels <= FEW_FILTERS &&
        work <= FEW_CHANNEL_MAX_WORK);
   const fits = few && x.dtype === 'float32' &&
@@ -148,9 +165,12 @@ function fewChannelConv(b, x, filter, info) {
       info.dilationWidth === 1 && nonNegative([[p.top, p.bottom], [p.left, p.right]]) &&
       windowedSize(info.inHeight, p.top, p.bottom, info.filterHeight, 1) === info.outHeight &&
       windowedSize(info.inWidth, p.left, p.right, info.filterWidth, 1) === info.outWidth;
-  return fits ? runOwnOp(b, 'TfjsNodeRs>FewChannelConv2D',
-                         {pads: [p.top, p.bottom, p.left, p.right]}, [x, filter]) :
-                null;
+  if (!fits) return null;
+  const attrs = {pads: [p.top, p.bottom, p.left, p.right]};
+  if (bias !== null) attrs.biases = 1;
+  if (relu) attrs.relu = true;
+  return runOwnOp(b, 'TfjsNodeRs>FewChannelConv2D', attrs,
+                  bias !== null ? [x, filter, bias] : [x, filter]);
 }
 
 function conv2dRaw(b, x, filter, info, temps) {
@@ -468,6 +488,12 @@ function fusedConv(b, {x, filter, bias, preluActivationWeights}, attrs, depthwis
     // Measured here (oneDNN build): _FusedConv2D beats Conv2D + BiasAdd + Relu from about 16
     // input channels on (9.3 vs 11.4 ms at 32), but is 1.8-3x slower with 1 or 3 of them.
     // A SavedModel's graph takes the three public ops, which TF's graph optimizer fuses again.
+    // A conv the package's own kernel takes adds the bias and the ReLU in its pass.
+    const activation = attrs.activation || 'linear';
+    if (!depthwise && vec !== null && (activation === 'linear' || activation === 'relu')) {
+      const own = fewChannelConv(b, xx, filter, info, vec, activation === 'relu');
+      if (own !== null) return finish(b, own, nchw, temps);
+    }
     const fusedPays = (depthwise || info.inChannels >= FUSED_CONV_MIN_IN_CHANNELS) &&
         !b.portableOps();
     if (fusedOps !== null && fusedPays && x.dtype === 'float32' && !unsupported.has(opName) &&
