@@ -103,6 +103,22 @@ test('targets are computed from the ratios of the run', () => {
   assert.strictEqual(r.models[0].firstRatios.wasm, 3);
 });
 
+test('a compute-bound row short of twice tfjs-node is set against the machine\'s FMA peak', () => {
+  const r = results([['dense-large', 'fit', false, [1, 1.5, 30, 2]]]);
+  // 4 GFLOP a step in 20 ms is 200 GFLOP/s, half of a 400 GFLOP/s peak; twice tfjs-node's
+  // speed (40 ms) is 20 ms too: half the peak.
+  r.tfGraph = {'dense-large': {'tensorflow': {fitMs: 20}, 'tfjs-node': {fitMs: 40},
+                               'tfGraph': {fitMs: 21}, 'gflop': {fit: 4}}};
+  r.fmaPeak = {gflops: 400, threads: 2};
+  const derived = report.derive(r);
+  const vsNode = derived.targets.find((t) => t.name ===
+                                      'every suite model, predict and fit, vs tfjs-node');
+  assert.match(vsNode.detail,
+               /dense-large fit 1\.50 \(twice tfjs-node takes 50% of the FMA peak; 50% now\)/);
+  const text = report.text(derived);
+  assert.match(text, /dense-large +fit +20\.0 +40\.0 +21\.0 +2\.00 +0\.95 +4\.00 +200 +50% +50%/);
+});
+
 test('deferring off is compared pair by pair, each median with its interval', () => {
   // Pair i: tensorflow 1 ms, defer-off ratios[i] ms.
   const paired = (model, ratios) => {

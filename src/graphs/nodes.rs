@@ -45,8 +45,8 @@ pub enum Built {
         fused_ops: Vec<&'static str>,
         epsilon: f32,
     },
-    /// The recorded convolution, which adds a bias in its pass, with a ReLU after the bias
-    /// (`relu_fused_attr` says how).
+    /// The recorded convolution (which adds its bias in its pass) with a ReLU after it, as
+    /// `relu_fused_attr` sets.
     WithRelu,
     /// `TfjsNodeRs>Elementwise` running a chain of element-wise ops (`kernels::elementwise`)
     /// on the inputs, the first of the outputs' `shape` (as the recording saw it).
@@ -85,8 +85,8 @@ impl<'a> NodeOp<'a> {
     }
 }
 
-/// The attr that makes `prepared`, a convolution that adds a bias in its pass, apply a ReLU
-/// after it too; `None` for other ops. `_FusedConv2D` has kernels for BiasAdd then Relu
+/// The attr that makes `prepared`, a convolution that adds its bias in its pass, apply a ReLU
+/// after it too; `None` for other ops and for one that applies its ReLU already. `_FusedConv2D` has kernels for BiasAdd then Relu
 /// (oneDNN's on the CPU, cuDNN's on a GPU) as for BiasAdd alone; the package's
 /// FewChannelConv2D has its `relu`.
 pub fn relu_fused_attr(prepared: &PreparedOp) -> Option<OwnedAttr> {
@@ -272,18 +272,18 @@ fn add_node(
         node.set_float(c"epsilon", *epsilon);
     }
     // The node is finished even when an attr fails, so its description is not leaked.
-    let applied = match (&step.built, relu_fused_attr(prepared)) {
-        (Built::WithRelu, Some(relu)) => {
-            // TF refuses an attr set twice to different values.
-            let mut with_relu: Vec<OwnedAttr> = (prepared.attrs.iter())
-                .filter(|a| a.name != relu.name)
-                .cloned()
-                .collect();
-            with_relu.push(relu);
-            attrs::apply_to_node(&mut node, &with_relu)
-        }
-        (Built::WithRelu, None) => Err(Error::Invalid(format!("{} cannot apply a ReLU", label()))),
-        _ => attrs::apply_to_node(&mut node, &prepared.attrs),
+    let applied = if step.built != Built::WithRelu {
+        attrs::apply_to_node(&mut node, &prepared.attrs)
+    } else if let Some(relu) = relu_fused_attr(prepared) {
+        // TF refuses an attr set twice to different values.
+        let mut with_relu: Vec<OwnedAttr> = (prepared.attrs.iter())
+            .filter(|a| a.name != relu.name)
+            .cloned()
+            .collect();
+        with_relu.push(relu);
+        attrs::apply_to_node(&mut node, &with_relu)
+    } else {
+        Err(Error::Invalid(format!("{} cannot apply a ReLU", label())))
     };
     let finished = node.finish(status);
     applied?;
