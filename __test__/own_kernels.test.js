@@ -110,9 +110,10 @@ test('fused convs add their bias and ReLU in the package kernel, as the cpu back
     {x: [2, 7, 9, 1], f: [3, 3, 1, 1], pad: 'same', activation: 'relu'},
     {x: [1, 9, 13, 3], f: [3, 3, 3, 8], pad: 'valid', activation: 'relu'},
     // Larger than 64x64 output pixels: on the kernel with a ReLU only (TF's Conv2D is faster
-    // alone there).
+    // alone there), and more filters than TF's depthwise kernel takes.
     {x: [1, 70, 70, 1], f: [3, 3, 1, 16], pad: 'same', activation: 'relu', own: 1},
     {x: [1, 70, 70, 1], f: [3, 3, 1, 16], pad: 'same', activation: 'linear', own: 0},
+    {x: [1, 70, 70, 1], f: [3, 3, 1, 4], pad: 'same', activation: 'relu', own: 0},
   ];
   for (const [k, c] of cases.entries()) {
     const xv = values(c.x.reduce((a, b) => a * b), k + 7);

@@ -133,7 +133,8 @@ const FEW_CHANNEL_MAX_WORK = 4e6;
 /**
  * Filters up to which a conv of one input channel (an MNIST convnet's first layer) runs on the
  * package's own kernel, on images of up to `ONE_CHANNEL_MAX_PIXELS` output pixels, or of any size
- * when a ReLU is fused. Measured through tfjs, a call and its dispose, TF's ops against this
+ * when a ReLU is fused and the filters are more than TF's depthwise kernel takes (by 2 and 4
+ * filters on [1,512,512,1] the two took turns: 1.6-1.7 ms against 1.5-3.7). Measured through tfjs, a call and its dispose, TF's ops against this
  * kernel (µs, 2 runs each): [32,28,28,1] 'valid' by 32 filters 287-295 against 236-258, with
  * bias and ReLU 635-909 (Conv2D, BiasAdd, Relu) against 240-269; by 64 filters 374-538 against
  * 293-297; by 2 and 4 filters (TF's depthwise kernel) 348-387 against 194-211; [8,64,64,1] 'same'
@@ -157,7 +158,8 @@ function fewChannelConv(b, x, filter, info, bias = null, relu = false) {
       info.filterHeight * info.filterWidth * info.inChannels;
   const few = (info.inChannels === 1 && info.outChannels === 1) ||
       (info.inChannels === 1 && info.outChannels <= ONE_CHANNEL_MAX_FILTERS &&
-       (relu || info.outHeight * info.outWidth <= ONE_CHANNEL_MAX_PIXELS)) ||
+       (info.outHeight * info.outWidth <= ONE_CHANNEL_MAX_PIXELS ||
+        (relu && info.outChannels > MAX_DEPTHWISE_AS_CONV_CHANNELS))) ||
       (info.inChannels > 1 && info.inChannels <= FEW_CHANNELS && info.outChannels <= FEW_FILTERS &&
        work <= FEW_CHANNEL_MAX_WORK);
   const fits = few && x.dtype === 'float32' &&
