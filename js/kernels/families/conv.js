@@ -134,8 +134,8 @@ const FEW_CHANNEL_MAX_WORK = 4e6;
  * Filters up to which a conv of one input channel (an MNIST convnet's first layer) runs on the
  * package's own kernel, on images of up to `ONE_CHANNEL_MAX_PIXELS` output pixels, or of any size
  * when a ReLU is fused and the filters are more than TF's depthwise kernel takes (by 2 and 4
- * filters on [1,512,512,1] the two took turns: 1.6-1.7 ms against 1.5-3.7). Measured through tfjs, a call and its dispose, TF's ops against this
- * kernel (µs, 2 runs each): [32,28,28,1] 'valid' by 32 filters 287-295 against 236-258, with
+ * filters on [1,512,512,1] the two took turns: 1.6-1.7 ms against 1.5-3.7). Measured through
+ * tfjs, a call and its dispose, TF's ops against this kernel (µs, 2 runs each): [32,28,28,1] 'valid' by 32 filters 287-295 against 236-258, with
  * bias and ReLU 635-909 (Conv2D, BiasAdd, Relu) against 240-269; by 64 filters 374-538 against
  * 293-297; by 2 and 4 filters (TF's depthwise kernel) 348-387 against 194-211; [8,64,64,1] 'same'
  * by 16 241-275 against 174-219; [128,28,28,1] by 32 648-663 against 587-603. On larger images
@@ -487,15 +487,15 @@ function fusedConv(b, {x, filter, bias, preluActivationWeights}, attrs, depthwis
     const spec = tfPadding(info);
     const vec = biasNHWC !== null ? biasVector(b, biasNHWC, channels, temps) : null;
     const fusedOps = vec != null ? fusedOpsFor(attrs.activation) : null;
-    // Measured here (oneDNN build): _FusedConv2D beats Conv2D + BiasAdd + Relu from about 16
-    // input channels on (9.3 vs 11.4 ms at 32), but is 1.8-3x slower with 1 or 3 of them.
-    // A SavedModel's graph takes the three public ops, which TF's graph optimizer fuses again.
     // A conv the package's own kernel takes adds the bias and the ReLU in its pass.
     const activation = attrs.activation || 'linear';
     if (!depthwise && vec !== null && (activation === 'linear' || activation === 'relu')) {
       const own = fewChannelConv(b, xx, filter, info, vec, activation === 'relu');
       if (own !== null) return finish(b, own, nchw, temps);
     }
+    // Measured here (oneDNN build): _FusedConv2D beats Conv2D + BiasAdd + Relu from about 16
+    // input channels on (9.3 vs 11.4 ms at 32), but is 1.8-3x slower with 1 or 3 of them.
+    // A SavedModel's graph takes the three public ops, which TF's graph optimizer fuses again.
     const fusedPays = (depthwise || info.inChannels >= FUSED_CONV_MIN_IN_CHANNELS) &&
         !b.portableOps();
     if (fusedOps !== null && fusedPays && x.dtype === 'float32' && !unsupported.has(opName) &&
