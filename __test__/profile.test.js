@@ -81,3 +81,41 @@ test('one profile at a time; an error of fn stops the recording', async () => {
   assert.ok(summary.jsThread.idleMs >= 0);
   assert.ok(summary.eagerOps >= 1, JSON.stringify(summary));
 });
+
+test('session runs traced on two threads at once take turns: TF has one profiler a process', async () => {
+  // A worker's predicts (its call graphs, run by its executor) and this thread's, recorded in
+  // one profile: each traced TF_SessionRun starts TF's profiler, which a second one at the same
+  // time found active ("Another profiling session active").
+  const {Worker} = require('node:worker_threads');
+  const predicts = `
+    const tf = require(${JSON.stringify(path.join(__dirname, '..'))});
+    const {parentPort} = require('node:worker_threads');
+    const model = tf.sequential({layers: [tf.layers.dense({units: 64, inputShape: [64]}),
+                                          tf.layers.dense({units: 8})]});
+    const x = tf.ones([256, 64]);
+    parentPort.once('message', () => {
+      const sums = [];
+      for (let i = 0; i < 60; i++) sums.push(model.predict(x).sum().dataSync()[0]);
+      parentPort.postMessage(sums);
+    });
+    parentPort.postMessage('ready');`;
+  const worker = new Worker(predicts, {eval: true});
+  await new Promise((resolve) => worker.once('message', resolve));
+  const model = denseModel();
+  const x = tf.ones([256, 16]);
+  const {result, summary} = await tf.node.profile(async () => {
+    const theirs = new Promise((resolve, reject) => {
+      worker.once('message', resolve);
+      worker.once('error', reject);
+    });
+    worker.postMessage('go');
+    const ours = [];
+    for (let i = 0; i < 60; i++) ours.push(model.predict(x).sum().dataSync()[0]);
+    return [ours, await theirs];
+  });
+  await worker.terminate();
+  const [ours, theirs] = result;
+  // Every predict gives the first one's value, on both threads.
+  assert.ok(ours.every((v) => v === ours[0]) && theirs.every((v) => v === theirs[0]));
+  assert.ok(summary.graphNodes > 0, JSON.stringify(summary));
+});

@@ -211,6 +211,7 @@ impl Session {
             .map_or((ptr::null(), ptr::null_mut()), |(options, metadata)| {
                 (options.0.cast_const(), metadata.0)
             });
+        let _turn = traced.is_some().then(trace::traced_run_turn);
         // A graph may hold any op, GEMM-based ones included (see `signals`).
         let _blocked = AsyncSignalsBlocked::new();
         // SAFETY: the session and every port's and target's graph are live; the feed, value,

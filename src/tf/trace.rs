@@ -54,6 +54,16 @@ pub struct Span {
 
 static ACTIVE: AtomicBool = AtomicBool::new(false);
 static SPANS: Mutex<Vec<Span>> = Mutex::new(Vec::new());
+static TRACED_RUNS: Mutex<()> = Mutex::new(());
+
+/// Held across a traced session run (`FULL_TRACE_RUN_OPTIONS`). Such a run starts TF's
+/// profiler, of which a process has one at a time: a second traced run while the first lasts
+/// failed with "Another profiling session active" (a GraphModel's ops on pending tensors, run by
+/// the executor as one-op graphs, beside a deferred run's graph on the JS thread). Traced runs,
+/// only while a profile is taken, take turns.
+pub fn traced_run_turn() -> std::sync::MutexGuard<'static, ()> {
+    TRACED_RUNS.lock().unwrap_or_else(PoisonError::into_inner)
+}
 
 /// Whether a profile is being taken.
 pub fn active() -> bool {
