@@ -115,7 +115,9 @@ test('session runs traced on two threads at once take turns: TF has one profiler
   });
   await worker.terminate();
   const [ours, theirs] = result;
-  // Every predict gives the first one's value, on both threads.
-  assert.ok(ours.every((v) => v === ours[0]) && theirs.every((v) => v === theirs[0]));
+  // Every predict gives the first one's value, on both threads, to float rounding (the first
+  // ran eagerly, the later ones as graphs).
+  const same = (values) => values.every((v) => Math.abs(v - values[0]) <= 1e-4 * Math.abs(values[0]));
+  assert.ok(same(ours) && same(theirs), JSON.stringify({ours, theirs}));
   assert.ok(summary.graphNodes > 0, JSON.stringify(summary));
 });
