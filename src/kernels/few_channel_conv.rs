@@ -87,7 +87,8 @@ impl CpuKernel for FewChannelConv2D {
     }
 }
 
-/// What each sum becomes before it is stored: the filter's bias added, then a ReLU.
+/// What each sum becomes before it is stored: the filter's bias added (where the sums start,
+/// or as they are stored), then a ReLU (`finish`).
 struct Epilogue<'a> {
     bias: Option<&'a [f32]>,
     relu: bool,
